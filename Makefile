@@ -1,0 +1,35 @@
+# The two commands the README promises. Each creates .venv and installs what it needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: test demo lint typecheck pytest clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy src
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+## test: the whole suite — ruff, mypy --strict on src/, pytest
+test: lint typecheck pytest
+
+## demo: the offline demo on SQLite (no API key, no network)
+demo: $(STAMP)
+	$(BIN)/agora-agent demo
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

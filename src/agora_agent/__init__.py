@@ -1,0 +1,1 @@
+"""agora-agent: a governed, durable AI agent for Python web applications."""

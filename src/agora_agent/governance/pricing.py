@@ -1,0 +1,80 @@
+"""Model prices and cost estimation (REFERENCE COST-01..10, PRICE-01..04)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+from agora_agent.messages import Usage
+
+__all__ = ["MemoryPricingStore", "ModelPrice", "PricingStore", "estimate_cost", "seed_model_prices"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelPrice:
+    """USD per million tokens for one model. Cache rates fall back to the input rate when None."""
+
+    model_id: str
+    input_price_per_1m: float
+    output_price_per_1m: float
+    cache_write_price_per_1m: float | None = None
+    cache_read_price_per_1m: float | None = None
+    effective_from: datetime | None = None
+
+
+def estimate_cost(usage: Usage, price: ModelPrice) -> float:
+    """COST-03: uncached input + cache writes + cache reads + output, each at its rate.
+
+    >>> estimate_cost(Usage(input_tokens=1_000_000, output_tokens=500_000),
+    ...               ModelPrice(model_id="m", input_price_per_1m=3, output_price_per_1m=15))
+    10.5
+    """
+    cache_write = usage.cache_write_tokens or 0
+    cache_read = usage.cache_read_tokens or 0
+    uncached = usage.input_tokens - cache_write - cache_read
+    write_rate = price.cache_write_price_per_1m
+    read_rate = price.cache_read_price_per_1m
+    return (
+        uncached / 1e6 * price.input_price_per_1m
+        + cache_write / 1e6 * (write_rate if write_rate is not None else price.input_price_per_1m)
+        + cache_read / 1e6 * (read_rate if read_rate is not None else price.input_price_per_1m)
+        + usage.output_tokens / 1e6 * price.output_price_per_1m
+    )
+
+
+@runtime_checkable
+class PricingStore(Protocol):
+    """Current prices by model. `upsert_price` atomically supersedes the model's current price."""
+
+    async def upsert_price(self, price: ModelPrice) -> None: ...
+
+    async def list_current_prices(self) -> list[ModelPrice]: ...
+
+
+class MemoryPricingStore:
+    """In-memory prices: one current row per model, last write wins."""
+
+    def __init__(self, prices: Iterable[ModelPrice] = ()) -> None:
+        self._prices: dict[str, ModelPrice] = {}
+        for p in prices:
+            self._put(p)
+
+    def _put(self, price: ModelPrice) -> None:
+        self._prices[price.model_id] = replace(price, effective_from=price.effective_from or datetime.now(UTC))
+
+    async def upsert_price(self, price: ModelPrice) -> None:
+        self._put(replace(price, effective_from=None))
+
+    async def list_current_prices(self) -> list[ModelPrice]:
+        return sorted(self._prices.values(), key=lambda p: p.model_id)
+
+
+async def seed_model_prices(store: PricingStore, prices: Iterable[ModelPrice]) -> int:
+    """Upsert each price in order (PRICE-03); returns how many were written."""
+    n = 0
+    for price in prices:
+        await store.upsert_price(price)
+        n += 1
+    return n

@@ -1,0 +1,128 @@
+"""Neutral model-facing values: what the loop sends a model provider and what one turn returns.
+
+These are plain dataclasses, independent of any vendor SDK; adapters in `agora_agent.models` map
+them to and from the wire.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Attachment",
+    "ModelMessage",
+    "ModelRequest",
+    "ModelTurn",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolResult",
+    "Usage",
+]
+
+ToolKind = Literal["read", "action", "agent"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Attachment:
+    """A file the user attached; `url` must be reachable by the provider (presigned, proxy or `data:`)."""
+
+    media_id: str
+    url: str
+    content_type: str
+    name: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolDefinition:
+    """A tool as offered to the model: no handler, a JSON Schema for its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    kind: ToolKind = "read"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCall:
+    """One tool call the model asked for. `id` is model-supplied and unique within a run."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResult:
+    """The outcome of a tool call as fed back to the model. `content` is already serialised text."""
+
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelMessage:
+    """One history entry. `role="tool"` carries `tool_results` answering the previous assistant message."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_results: tuple[ToolResult, ...] = ()
+    attachments: tuple[Attachment, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Usage:
+    """Token usage of one model turn, normalised across providers.
+
+    `input_tokens` INCLUDES cache reads and writes (they are subsets of it, as OpenAI reports;
+    the Anthropic adapter adds them back). `reasoning_tokens` is a subset of `output_tokens`.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        def add(a: int | None, b: int | None) -> int | None:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=add(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens=add(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens=add(self.reasoning_tokens, other.reasoning_tokens),
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRequest:
+    """Everything one model turn needs. `model_id` is the agent's configured model id, if any."""
+
+    system: str
+    messages: tuple[ModelMessage, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    model_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelTurn:
+    """What one model turn produced. The provider MUST NOT execute tools (ARCH-02).
+
+    `cost_usd` is set only when the provider itself reported a cost; otherwise the loop estimates it.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model_id: str | None = None
+    cost_usd: float | None = None

@@ -1,0 +1,107 @@
+"""Token sinks: where a run's frames go and where subscribers read them from (REFERENCE SINK-*).
+
+Contract of a `TokenSink`:
+- `open(run_id)` returns a writer; `write` appends a frame and returns its id (1, 2, 3 …);
+  `end()` marks the stream finished (idempotent). Writes after `end()` are dropped.
+- `subscribe(run_id, after=None)` yields every `StreamEvent` with id > `after` (all when None),
+  then follows live frames, and returns once the stream has ended and been drained.
+- `has_stream(run_id)` tells whether this sink holds a buffer for the run (replay is possible).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from agora_agent.streaming.frames import Frame, StreamEvent
+
+__all__ = ["MemoryTokenSink", "SinkWriter", "TokenSink"]
+
+
+@runtime_checkable
+class SinkWriter(Protocol):
+    """Writes one run's frames."""
+
+    async def write(self, frame: Frame) -> int: ...
+
+    async def end(self) -> None: ...
+
+
+@runtime_checkable
+class TokenSink(Protocol):
+    """Buffers each run's frames for live subscribers and late re-attach."""
+
+    async def open(self, run_id: str) -> SinkWriter: ...
+
+    def subscribe(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]: ...
+
+    async def has_stream(self, run_id: str) -> bool: ...
+
+    async def close(self, run_id: str) -> None: ...
+
+
+@dataclass
+class _Buffer:
+    events: list[StreamEvent] = field(default_factory=list)
+    ended: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def notify(self) -> None:
+        # Wake every waiter, then arm a fresh event for the next change.
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class _MemoryWriter:
+    def __init__(self, buffer: _Buffer) -> None:
+        self._buffer = buffer
+
+    async def write(self, frame: Frame) -> int:
+        buf = self._buffer
+        if buf.ended:
+            return buf.events[-1].id if buf.events else 0
+        event = StreamEvent(len(buf.events) + 1, frame)
+        buf.events.append(event)
+        buf.notify()
+        return event.id
+
+    async def end(self) -> None:
+        if not self._buffer.ended:
+            self._buffer.ended = True
+            self._buffer.notify()
+
+
+class MemoryTokenSink:
+    """In-process sink (the default): one buffer per run, single process only."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, _Buffer] = {}
+
+    def _buffer(self, run_id: str) -> _Buffer:
+        buf = self._buffers.get(run_id)
+        if buf is None:
+            buf = self._buffers[run_id] = _Buffer()
+        return buf
+
+    async def open(self, run_id: str) -> SinkWriter:
+        return _MemoryWriter(self._buffer(run_id))
+
+    async def has_stream(self, run_id: str) -> bool:
+        return run_id in self._buffers
+
+    async def close(self, run_id: str) -> None:
+        self._buffers.pop(run_id, None)
+
+    async def subscribe(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        buf = self._buffer(run_id)
+        index = max(after or 0, 0)  # ids are 1-based, so `after` is also the next list index
+        while True:
+            waiter = buf.changed
+            while index < len(buf.events):
+                yield buf.events[index]
+                index += 1
+            if buf.ended:
+                return
+            await waiter.wait()
