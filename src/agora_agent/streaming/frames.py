@@ -12,9 +12,7 @@ from typing import Any, Literal
 
 __all__ = ["AgentFrame", "ComponentFrame", "ErrorFrame", "Frame", "StreamEvent", "TextFrame", "ToolFrame"]
 
-ToolFrameStatus = Literal[
-    "started", "pending_approval", "approved", "executed", "rejected", "failed", "expired"
-]
+ToolFrameStatus = Literal["started", "pending_approval", "approved", "executed", "rejected", "failed", "expired"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

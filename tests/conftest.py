@@ -1,0 +1,73 @@
+"""Shared fixtures: real PostgreSQL and Redis when reachable, a clear skip otherwise (a failure under CI)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+PG_HOST, PG_PORT = "127.0.0.1", 5432
+REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _reachable(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def require_server(name: str, host: str, port: int) -> None:
+    """Skip with a reason on a developer machine without the server; fail loudly under CI=true."""
+    if _reachable(host, port):
+        return
+    message = f"{name} is not reachable on {host}:{port}"
+    if IN_CI:
+        pytest.fail(f"{message} — CI must run these tests (see .ci/run)")
+    pytest.skip(f"{message}; start it to run this test")
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for this test (dropped afterwards). asyncpg driver URL."""
+    require_server("PostgreSQL", PG_HOST, PG_PORT)
+    import asyncio
+
+    import asyncpg
+
+    name = f"agora_t_{uuid.uuid4().hex[:12]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database="test")
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A unique Redis key prefix for this test; its keys are deleted afterwards."""
+    require_server("Redis", REDIS_HOST, REDIS_PORT)
+    import redis.asyncio as aioredis
+
+    prefix = f"agora-test:{uuid.uuid4().hex[:12]}"
+    yield prefix
+    client = aioredis.Redis(host=REDIS_HOST, port=REDIS_PORT)
+    try:
+        keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
