@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from agora_agent.messages import Attachment, ToolCall
 
 __all__ = [
+    "UNSET",
     "AgentStore",
     "ApprovalRecord",
     "ApprovalStatus",
@@ -34,7 +35,6 @@ __all__ = [
     "RunStatus",
     "ThreadRecord",
     "ThreadSummary",
-    "UNSET",
     "ToolCallPatch",
     "ToolCallRecord",
     "ToolCallStatus",
@@ -190,12 +190,12 @@ class ToolCallPatch:
 
     status: ToolCallStatus | Any = UNSET
     output: Any = UNSET
-    error: str | None | Any = UNSET
+    error: str | Any | None = UNSET
     input: Any = UNSET
-    executed_by_ref: str | None | Any = UNSET
-    decided_by: str | None | Any = UNSET
-    execution_ms: int | None | Any = UNSET
-    policy_decision: str | None | Any = UNSET
+    executed_by_ref: str | Any | None = UNSET
+    decided_by: str | Any | None = UNSET
+    execution_ms: int | Any | None = UNSET
+    policy_decision: str | Any | None = UNSET
 
     def changes(self) -> dict[str, Any]:
         """The fields that are set, by name."""
