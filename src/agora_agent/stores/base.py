@@ -297,6 +297,7 @@ class AgentStore(Protocol):
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         cost_usd: float | None = None,
+        finished_at: datetime | None = None,  # default now
     ) -> bool: ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

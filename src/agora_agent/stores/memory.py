@@ -1,0 +1,413 @@
+"""`MemoryAgentStore`: the in-process `AgentStore` (the default when no store is configured).
+
+Behavioural twin of the SQL store — both pass tests/contract/test_store_contract.py. Every method runs
+without awaiting anything, so each call is atomic under asyncio (compare-and-set, first-terminal-wins,
+fork and truncate need no lock). Nothing survives the process.
+
+Differences a caller may notice: none by design. Soft-deleted threads are kept with `deleted_at` set (like
+SQL) so the governance thread detail can show `deleted=True`. Timestamps issued by the store strictly
+increase, so "newest first" orderings never tie.
+
+The `all_*()` helpers feed `MemoryGovernanceQueries`; they return the stored records themselves (no copies),
+which callers must treat as read-only.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from agora_agent.errors import ConflictError, NotFoundError
+from agora_agent.messages import Attachment, ToolCall
+from agora_agent.stores.base import (
+    ApprovalRecord,
+    MessageRecord,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+    ThreadSummary,
+    ToolCallPatch,
+    ToolCallRecord,
+    UsageRecord,
+)
+
+__all__ = ["MemoryAgentStore"]
+
+_PREVIEW_CHARS = 120
+_ONE_MICROSECOND = timedelta(microseconds=1)
+
+ToolCallKey = tuple[str, str]  # (run_id, tool_call_id)
+
+
+class MemoryAgentStore:
+    """Threads, messages, tool calls, approvals, usage and runs in dicts. See `AgentStore` for the contract."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, ThreadRecord] = {}
+        self._messages: dict[str, list[MessageRecord]] = {}  # thread id -> messages in creation order
+        self._tool_calls: dict[ToolCallKey, ToolCallRecord] = {}
+        self._tool_call_seq: dict[ToolCallKey, int] = {}  # insertion order breaks created_at ties
+        self._approvals: dict[ToolCallKey, ApprovalRecord] = {}
+        self._usage: list[UsageRecord] = []
+        self._runs: dict[str, RunRecord] = {}
+        self._last_now = datetime.min.replace(tzinfo=UTC)
+        self._seq = 0
+
+    def _now(self) -> datetime:
+        now = datetime.now(UTC)
+        if now <= self._last_now:
+            now = self._last_now + _ONE_MICROSECOND
+        self._last_now = now
+        return now
+
+    def _live_thread(self, thread_id: str) -> ThreadRecord | None:
+        thread = self._threads.get(thread_id)
+        return thread if thread is not None and thread.deleted_at is None else None
+
+    # -- threads --
+
+    async def create_thread(
+        self,
+        *,
+        actor_ref: str,
+        tenant_ref: str | None = None,
+        persona: str = "default",
+        transient: bool = False,
+        title: str = "New chat",
+    ) -> ThreadRecord:
+        """Create a thread owned by `actor_ref` (STORE-14)."""
+        now = self._now()
+        thread = ThreadRecord(
+            id=uuid.uuid4().hex,
+            actor_ref=actor_ref,
+            tenant_ref=tenant_ref,
+            title=title,
+            persona=persona,
+            transient=transient,
+            created_at=now,
+            updated_at=now,
+        )
+        self._threads[thread.id] = thread
+        self._messages[thread.id] = []
+        return copy.copy(thread)
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread, or None when unknown or soft-deleted (STORE-15)."""
+        thread = self._live_thread(thread_id)
+        return copy.copy(thread) if thread is not None else None
+
+    async def list_threads(self, actor_ref: str, *, limit: int = 50) -> list[ThreadSummary]:
+        """The actor's live, non-transient threads, most recently updated first (STORE-16)."""
+        threads = [
+            t for t in self._threads.values() if t.actor_ref == actor_ref and not t.transient and t.deleted_at is None
+        ]
+        threads.sort(key=lambda t: t.updated_at, reverse=True)
+        return [self._summary(t) for t in threads[: max(limit, 0)]]
+
+    def _summary(self, thread: ThreadRecord) -> ThreadSummary:
+        messages = self._messages.get(thread.id) or []
+        preview = messages[-1].content[:_PREVIEW_CHARS] if messages else None
+        return ThreadSummary(thread=copy.copy(thread), last_message_preview=preview)
+
+    async def thread_owner(self, thread_id: str) -> str | None:
+        """The owner's actor ref; None for unknown or soft-deleted threads (OWN-04)."""
+        thread = self._live_thread(thread_id)
+        return thread.actor_ref if thread is not None else None
+
+    async def soft_delete_thread(self, thread_id: str) -> bool:
+        """Hide the thread (row kept with `deleted_at`); False when unknown or already deleted (STORE-17)."""
+        thread = self._live_thread(thread_id)
+        if thread is None:
+            return False
+        thread.deleted_at = self._now()
+        return True
+
+    async def fork_thread(self, thread_id: str, from_message_id: str) -> ThreadRecord:
+        """Copy the thread up to and including `from_message_id` (all of it when unknown) (STORE-F1).
+
+        Raises NotFoundError when the source thread is unknown or deleted.
+        """
+        source = self._live_thread(thread_id)
+        if source is None:
+            raise NotFoundError(f"thread {thread_id} not found")
+        messages = self._messages.get(thread_id) or []
+        cut = next((i for i, m in enumerate(messages) if m.id == from_message_id), len(messages) - 1)
+        now = self._now()
+        fork = ThreadRecord(
+            id=uuid.uuid4().hex,
+            actor_ref=source.actor_ref,
+            tenant_ref=source.tenant_ref,
+            title=source.title,
+            persona=source.persona,
+            transient=False,
+            created_at=now,
+            updated_at=now,
+        )
+        copies = []
+        for m in messages[: cut + 1]:
+            clone = copy.deepcopy(m)
+            clone.id = uuid.uuid4().hex
+            clone.thread_id = fork.id
+            clone.run_id = None
+            copies.append(clone)
+        self._threads[fork.id] = fork
+        self._messages[fork.id] = copies
+        return copy.copy(fork)
+
+    async def truncate_from(self, thread_id: str, message_id: str) -> None:
+        """Delete `message_id` and every later message of the thread, with their tool calls (STORE-F2).
+
+        An unknown thread or message id is a no-op.
+        """
+        messages = self._messages.get(thread_id)
+        if not messages:
+            return
+        cut = next((i for i, m in enumerate(messages) if m.id == message_id), None)
+        if cut is None:
+            return
+        removed = {m.id for m in messages[cut:]}
+        del messages[cut:]
+        for key in [k for k, tc in self._tool_calls.items() if tc.message_id in removed]:
+            del self._tool_calls[key]
+            del self._tool_call_seq[key]
+
+    async def set_title(self, thread_id: str, title: str) -> None:
+        """Rename the thread; unknown ids are ignored."""
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            thread.title = title
+
+    async def set_active_stream(self, thread_id: str, run_id: str | None) -> None:
+        """Record (or clear with None) the run streaming into the thread; unknown ids are ignored."""
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            thread.active_stream_id = run_id
+
+    # -- messages --
+
+    async def append_message(
+        self,
+        *,
+        thread_id: str,
+        role: Literal["user", "assistant"],
+        content: str,
+        run_id: str | None = None,
+        persona: str | None = None,
+        tool_calls: Sequence[ToolCall] | None = None,
+        attachments: Sequence[Attachment] | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> MessageRecord:
+        """Append a message and bump the thread's `updated_at` (STORE-18).
+
+        Raises NotFoundError when the thread is unknown or deleted.
+        """
+        thread = self._live_thread(thread_id)
+        if thread is None:
+            raise NotFoundError(f"thread {thread_id} not found")
+        now = self._now()
+        message = MessageRecord(
+            id=uuid.uuid4().hex,
+            thread_id=thread_id,
+            role=role,
+            content=content,
+            tool_calls=list(tool_calls) if tool_calls is not None else None,
+            attachments=list(attachments) if attachments is not None else None,
+            usage=dict(usage) if usage is not None else None,
+            persona=persona,
+            run_id=run_id,
+            created_at=now,
+        )
+        self._messages[thread_id].append(message)
+        thread.updated_at = now
+        return copy.copy(message)
+
+    async def list_messages(self, thread_id: str) -> list[MessageRecord]:
+        """The thread's messages, oldest first ([] for an unknown thread)."""
+        return [copy.copy(m) for m in self._messages.get(thread_id) or []]
+
+    # -- tool calls --
+
+    async def record_tool_call(self, record: ToolCallRecord) -> None:
+        """Insert an audit row keyed by (run_id, id). Raises ConflictError when that key exists (STORE-19)."""
+        key = (record.run_id, record.id)
+        if key in self._tool_calls:
+            raise ConflictError(f"tool call {record.id} of run {record.run_id} is already recorded")
+        self._seq += 1
+        self._tool_calls[key] = copy.copy(record)
+        self._tool_call_seq[key] = self._seq
+
+    async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
+        """Apply the set fields of `patch`; status executed|failed also stamps `executed_at` (STORE-19).
+
+        Raises NotFoundError when the tool call is unknown.
+        """
+        record = self._tool_calls.get((run_id, tool_call_id))
+        if record is None:
+            raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
+        changes = patch.changes()
+        for name, value in changes.items():
+            setattr(record, name, value)
+        if changes.get("status") in ("executed", "failed"):
+            record.executed_at = self._now()
+
+    async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
+        """The tool call, or None."""
+        record = self._tool_calls.get((run_id, tool_call_id))
+        return copy.copy(record) if record is not None else None
+
+    async def list_tool_calls(self, *, thread_id: str | None = None, run_id: str | None = None) -> list[ToolCallRecord]:
+        """Tool calls matching every given filter, in creation order (created_at, then insertion)."""
+        keys = [
+            k
+            for k, tc in self._tool_calls.items()
+            if (thread_id is None or tc.thread_id == thread_id) and (run_id is None or tc.run_id == run_id)
+        ]
+        keys.sort(key=lambda k: (self._tool_calls[k].created_at, self._tool_call_seq[k]))
+        return [copy.copy(self._tool_calls[k]) for k in keys]
+
+    # -- approvals --
+
+    async def create_approval(self, record: ApprovalRecord) -> None:
+        """Insert a pending approval. Raises ConflictError when one exists for this tool call."""
+        key = (record.run_id, record.tool_call_id)
+        if key in self._approvals:
+            raise ConflictError(f"an approval for tool call {record.tool_call_id} of run {record.run_id} exists")
+        self._approvals[key] = copy.copy(record)
+
+    async def get_approval(self, run_id: str, tool_call_id: str) -> ApprovalRecord | None:
+        """The approval, or None."""
+        record = self._approvals.get((run_id, tool_call_id))
+        return copy.copy(record) if record is not None else None
+
+    async def decide_approval(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        status: Literal["approved", "rejected", "expired"],
+        decided_by: str | None,
+        reason: str | None = None,
+    ) -> tuple[ApprovalRecord, bool]:
+        """Compare-and-set on `pending`: returns (record, True) when this call decided it, else the standing
+        record with False. Raises NotFoundError when there is no approval for the tool call."""
+        record = self._approvals.get((run_id, tool_call_id))
+        if record is None:
+            raise NotFoundError(f"no approval for tool call {tool_call_id} of run {run_id}")
+        if record.status != "pending":
+            return copy.copy(record), False
+        record.status = status
+        record.decided_by = decided_by
+        record.reason = reason
+        record.decided_at = self._now()
+        return copy.copy(record), True
+
+    async def list_pending_approvals(self, *, actor_ref: str | None = None, limit: int = 50) -> list[ApprovalRecord]:
+        """Pending approvals, oldest first, optionally only those requested by `actor_ref`."""
+        pending = [
+            a
+            for a in self._approvals.values()
+            if a.status == "pending" and (actor_ref is None or a.requested_by == actor_ref)
+        ]
+        pending.sort(key=lambda a: a.created_at)
+        return [copy.copy(a) for a in pending[: max(limit, 0)]]
+
+    # -- usage ledger --
+
+    async def record_usage(self, record: UsageRecord) -> None:
+        """Append a ledger row (its `cost_usd` is provider-reported only, COST-05)."""
+        self._usage.append(copy.copy(record))
+
+    async def usage_tokens(self, actor_ref: str, start: datetime, end: datetime) -> int:
+        """Input + output tokens of the actor's rows with start <= created_at <= end (cache tokens excluded)."""
+        return sum(
+            u.input_tokens + u.output_tokens
+            for u in self._usage
+            if u.actor_ref == actor_ref and start <= u.created_at <= end
+        )
+
+    # -- runs --
+
+    async def record_run_start(self, record: RunRecord) -> None:
+        """Insert the run row as given (status `running`, zero counters by default) (STORE-20).
+
+        Raises ConflictError when the run id exists.
+        """
+        if record.id in self._runs:
+            raise ConflictError(f"run {record.id} is already recorded")
+        self._runs[record.id] = copy.copy(record)
+
+    async def record_run_end(
+        self,
+        run_id: str,
+        *,
+        status: Literal["completed", "failed", "cancelled"],
+        error: str | None = None,
+        step_count: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost_usd: float | None = None,
+        finished_at: datetime | None = None,
+    ) -> bool:
+        """Settle a `running` run (first terminal wins); False when unknown or already settled (STORE-20).
+
+        `finished_at` defaults to now; None counters leave the stored values.
+        """
+        run = self._runs.get(run_id)
+        if run is None or run.status != "running":
+            return False
+        run.status = status
+        run.error = error
+        run.finished_at = finished_at if finished_at is not None else self._now()
+        if step_count is not None:
+            run.step_count = step_count
+        if input_tokens is not None:
+            run.input_tokens = input_tokens
+        if output_tokens is not None:
+            run.output_tokens = output_tokens
+        if cost_usd is not None:
+            run.cost_usd = cost_usd
+        return True
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None."""
+        run = self._runs.get(run_id)
+        return copy.copy(run) if run is not None else None
+
+    async def run_owner(self, run_id: str) -> str | None:
+        """The run's actor ref (may differ from the thread owner), None when unknown (OWN-04)."""
+        run = self._runs.get(run_id)
+        return run.actor_ref if run is not None else None
+
+    async def list_runs_by_status(self, status: RunStatus, *, limit: int = 100) -> list[RunRecord]:
+        """Runs in `status`, oldest started first (recovery scans `running`)."""
+        runs = sorted((r for r in self._runs.values() if r.status == status), key=lambda r: r.started_at)
+        return [copy.copy(r) for r in runs[: max(limit, 0)]]
+
+    # -- read helpers for MemoryGovernanceQueries (stored records, read-only) --
+
+    def all_threads(self) -> list[ThreadRecord]:
+        """Every thread, soft-deleted ones included."""
+        return list(self._threads.values())
+
+    def all_messages(self) -> list[MessageRecord]:
+        """Every message, grouped by thread, each thread's oldest first."""
+        return [m for messages in self._messages.values() for m in messages]
+
+    def all_tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call in insertion order."""
+        return list(self._tool_calls.values())
+
+    def all_approvals(self) -> list[ApprovalRecord]:
+        """Every approval, decided ones included."""
+        return list(self._approvals.values())
+
+    def all_usage(self) -> list[UsageRecord]:
+        """The whole usage ledger in insertion order."""
+        return list(self._usage)
+
+    def all_runs(self) -> list[RunRecord]:
+        """Every run."""
+        return list(self._runs.values())
