@@ -1,0 +1,92 @@
+"""`AgentConfig`: one object that describes the whole agent (the reference's `defineConfig`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from agora_agent.actors import Actor, ActorResolver, UnconfiguredActorResolver
+from agora_agent.agents import AgentDefinition
+from agora_agent.governance.policy import RolesPolicy
+from agora_agent.governance.pricing import PricingStore
+from agora_agent.governance.quota import Budget, QuotaStore
+from agora_agent.models.base import ModelProvider
+from agora_agent.stores.base import AgentStore
+from agora_agent.streaming.sink import TokenSink
+from agora_agent.tools.retry import TransientRetry
+
+if TYPE_CHECKING:
+    from agora_agent.governance.readmodel import GovernanceQueries
+
+__all__ = ["AgentConfig", "GovernanceAuthorize"]
+
+GovernanceAuthorize = Callable[[Actor, Any], "bool | Awaitable[bool]"]
+"""`(actor, request) -> bool`: the one predicate behind governance routes, the dashboard and privilege."""
+
+
+def _default_factory(cls: type) -> object:
+    return cls()
+
+
+@dataclass(kw_only=True)
+class AgentConfig:
+    """Everything the runtime needs. Only `model` is required; every other field has a safe default.
+
+    - `model`: a `ModelProvider`, a string such as `"openai:gpt-4o-mini"`, or a zero-argument factory.
+    - `tools` / `tools_package`: tool objects or classes, and/or a package whose modules are scanned.
+    - `store`: None (in memory), an `AgentStore`, or a URL (`"sqlite:///agent.db"`,
+      `"postgresql+asyncpg://…"`) for the SQL store.
+    - `budget` (or a ready `quota` store) turns on budgets; `pricing` and `governance_queries`
+      default to the twin of the store (None) and can be switched off with False.
+    - `governance_authorize` gates the governance routes, the dashboard and privileged access to
+      other actors' runs and threads; without it nobody is privileged.
+    - `actor_resolver` is the only source of identity; the default refuses every request.
+    """
+
+    model: ModelProvider | str | Callable[[], ModelProvider]
+    tools: Sequence[object] = ()
+    tools_package: str | None = None
+    tool_factory: Callable[[type], object] = _default_factory
+    default_agent: AgentDefinition = field(default_factory=AgentDefinition)
+    agents: Sequence[AgentDefinition] = ()
+    store: AgentStore | str | None = None
+    sink: TokenSink | None = None
+    budget: Budget | None = None
+    quota: QuotaStore | None = None
+    pricing: PricingStore | bool | None = None
+    governance_queries: GovernanceQueries | bool | None = None
+    governance_authorize: GovernanceAuthorize | None = None
+    actor_resolver: ActorResolver = field(default_factory=UnconfiguredActorResolver)
+    actor_directory: Any = None
+    roles_policy: RolesPolicy | None = None
+    default_roles: tuple[str, ...] = ()
+    empty_roles: Literal["allow", "deny"] = "allow"
+    path: str = "/agent"
+    max_steps: int = 8
+    max_delegation_depth: int = 3
+    tool_transient_retry: TransientRetry | bool = True
+    redactor: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    debug: bool = False
+    dashboard: bool = True
+    request_max_bytes: int = 1_048_576
+    attachment_staging: Any = None
+    attachment_max_bytes: int = 20 * 1024 * 1024
+    attachment_allowed_content_types: tuple[str, ...] = (
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "application/pdf",
+        "text/plain",
+        "text/csv",
+    )
+
+    def all_agents(self) -> list[AgentDefinition]:
+        """The default agent first, then the extra agents."""
+        return [self.default_agent, *self.agents]
+
+    @property
+    def prefix(self) -> str:
+        """`path` normalised to one leading slash and no trailing slash (CFG-13)."""
+        return "/" + self.path.strip("/") if self.path.strip("/") else ""

@@ -1,0 +1,497 @@
+"""`AgentService`: the runtime facade — chat, stream, approve, reject, cancel, threads, quota.
+
+No HTTP and no identity lookup here (REFERENCE ARCH-16): callers pass an already-resolved `Actor`.
+Ownership of runs and threads is checked by the caller (the web layer) with `run_owner` /
+`thread_owner` and `evaluate_ownership`; the service enforces what only it can: approval rules.
+
+    async with AgentService.from_config(config) as service:
+        started = await service.chat(actor, "refund order 1001")
+        async for event in await service.stream(started.run_id):
+            ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from agora_agent.actors import Actor
+from agora_agent.agents import AgentDefinition, Persona, delegation_specs
+from agora_agent.config import AgentConfig
+from agora_agent.errors import (
+    ConfigurationError,
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    NotFoundError,
+)
+from agora_agent.governance.policy import DefaultRolesPolicy, RolesPolicy
+from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
+from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
+from agora_agent.loop import LoopDeps, RunInput, approval_deadline_passed
+from agora_agent.messages import Attachment
+from agora_agent.models.base import ModelProvider
+from agora_agent.runners.inline import InlineRunner
+from agora_agent.stores.base import (
+    AgentStore,
+    ApprovalRecord,
+    MessageRecord,
+    RunRecord,
+    ThreadRecord,
+    ThreadSummary,
+    ToolCallRecord,
+)
+from agora_agent.stores.memory import MemoryAgentStore
+from agora_agent.streaming.frames import StreamEvent
+from agora_agent.streaming.sink import MemoryTokenSink, TokenSink
+from agora_agent.tools.discovery import discover_tools
+from agora_agent.tools.registry import ToolRegistry
+from agora_agent.tools.retry import TransientRetry
+
+if TYPE_CHECKING:
+    from agora_agent.governance.readmodel import GovernanceQueries
+
+__all__ = ["AgentService", "ChatStarted", "QuotaToday", "ThreadDetail"]
+
+logger = logging.getLogger("agora_agent")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStarted:
+    """A run was accepted: stream it with `service.stream(run_id)`."""
+
+    run_id: str
+    thread_id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QuotaToday:
+    """Where the actor stands today (UTC). Limits are None when no budget applies."""
+
+    day: str
+    used_tokens: int
+    limit_tokens: int | None = None
+    used_usd: float | None = None
+    limit_usd: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThreadDetail:
+    """A thread with its messages and the audit rows of its tool calls."""
+
+    thread: ThreadRecord
+    messages: list[MessageRecord]
+    tool_calls: list[ToolCallRecord]
+    last_message_preview: str | None
+
+
+class AgentService:
+    """The governed agent runtime for one configuration. Use `from_config`, then `async with` (or `start()`)."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        agents = config.all_agents()
+        names = [a.name for a in agents]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigurationError(f"agent names must be unique; duplicated: {', '.join(duplicates)}")
+        self._agents: dict[str, AgentDefinition] = {a.name: a for a in agents}
+        for agent in agents:
+            for edge in agent.delegations():
+                if edge.agent not in self._agents:
+                    raise ConfigurationError(
+                        f'agent "{agent.name}" delegates to "{edge.agent}", which is not configured '
+                        f"(known agents: {', '.join(sorted(self._agents))})"
+                    )
+        self.registry = ToolRegistry(factory=config.tool_factory)  # type: ignore[arg-type]
+        for tool in config.tools:
+            self.registry.register(tool)
+        for spec in delegation_specs(agents):
+            if spec.name not in self.registry:
+                self.registry.register_spec(spec)
+        if config.tools_package:
+            for tool in discover_tools(config.tools_package):
+                self.registry.register(tool)
+        self.registry.warn_unguarded_actions()
+        self.policy: RolesPolicy = config.roles_policy or DefaultRolesPolicy(
+            default_roles=config.default_roles, empty_roles=config.empty_roles
+        )
+        self.retry: TransientRetry | None = (
+            config.tool_transient_retry
+            if isinstance(config.tool_transient_retry, TransientRetry)
+            else (TransientRetry() if config.tool_transient_retry else None)
+        )
+        self.model: ModelProvider = _resolve_model(config.model)
+        self.sink: TokenSink = config.sink or MemoryTokenSink()
+        # Resolved in start(): a URL store needs a connection.
+        self.store: AgentStore = MemoryAgentStore()
+        self.pricing: PricingStore | None = None
+        self.quota: QuotaStore | None = config.quota
+        self.governance: GovernanceQueries | None = None
+        self._backend: Any = None
+        self._runner: InlineRunner | None = None
+        self._started = False
+
+    @classmethod
+    def from_config(cls, config: AgentConfig) -> AgentService:
+        """Build the service (tools registered, agents checked); connect with `start()` or `async with`."""
+        return cls(config)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect the store (creating tables where configured) and start the runner. Idempotent."""
+        if self._started:
+            return
+        config = self.config
+        store = config.store
+        if isinstance(store, str):
+            from agora_agent.stores.sql import open_sql_backend
+
+            self._backend = await open_sql_backend(store)
+            self.store = self._backend.store
+        elif store is not None:
+            self.store = store
+        self.pricing = self._resolve_pricing()
+        if self.quota is None and config.budget is not None:
+            if self._backend is not None:
+                self.quota = self._backend.quota(config.budget)
+            else:
+                self.quota = MemoryQuotaStore(config.budget)
+        self.governance = self._resolve_governance()
+        self._runner = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink)
+        self._started = True
+
+    async def close(self) -> None:
+        """Cancel runs in flight and release connections."""
+        if self._runner is not None:
+            await self._runner.close()
+        if self._backend is not None:
+            await self._backend.close()
+            self._backend = None
+        self._started = False
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def _resolve_pricing(self) -> PricingStore | None:
+        setting = self.config.pricing
+        if setting is False:
+            return None
+        if setting is None or setting is True:
+            if self._backend is not None:
+                return self._backend.pricing  # type: ignore[no-any-return]
+            return MemoryPricingStore()
+        return setting
+
+    def _resolve_governance(self) -> GovernanceQueries | None:
+        setting = self.config.governance_queries
+        if setting is False:
+            return None
+        if setting is not None and setting is not True:
+            return setting
+        if self._backend is not None:
+            return self._backend.readmodel  # type: ignore[no-any-return]
+        if isinstance(self.store, MemoryAgentStore):
+            from agora_agent.governance.memory_readmodel import MemoryGovernanceQueries
+
+            return MemoryGovernanceQueries(self.store, self.pricing)
+        return None
+
+    @property
+    def runner(self) -> InlineRunner:
+        if self._runner is None:
+            raise ConfigurationError("the agent service is not started: use `async with service` or `await start()`")
+        return self._runner
+
+    # -- agents ------------------------------------------------------------------------------------
+
+    def agent(self, name: str | None) -> AgentDefinition:
+        """The named agent (the default agent for None); NotFoundError for an unknown name."""
+        key = name if name is not None else self.config.default_agent.name
+        agent = self._agents.get(key)
+        if agent is None:
+            raise NotFoundError(f'unknown agent "{key}" (known: {", ".join(sorted(self._agents))})')
+        return agent
+
+    def deps_for(self, agent_name: str) -> LoopDeps:
+        """Per-agent loop dependencies (ARCH-17)."""
+        agent = self.agent(agent_name)
+        return LoopDeps(
+            model=self.model,
+            store=self.store,
+            registry=self.registry,
+            policy=self.policy,
+            agent=agent,
+            quota=self.quota,
+            pricing=self.pricing,
+            retry=self.retry,
+            max_steps=agent.max_steps if agent.max_steps is not None else self.config.max_steps,
+            redactor=self.config.redactor,
+            max_delegation_depth=self.config.max_delegation_depth,
+        )
+
+    def persona_catalog(self, agent: str | None = None) -> list[Persona]:
+        """The personas of an agent (the default agent when None), in declaration order."""
+        return list(self.agent(agent).personas)
+
+    # -- chat --------------------------------------------------------------------------------------
+
+    async def chat(
+        self,
+        actor: Actor,
+        message: str,
+        *,
+        thread_id: str | None = None,
+        agent: str | None = None,
+        persona: str | None = None,
+        page_context: Mapping[str, Any] | None = None,
+        attachments: Sequence[Attachment] = (),
+    ) -> ChatStarted:
+        """Validate, check the budget, record the run and start it. Returns at once.
+
+        Raises InvalidRequestError (empty message, unknown persona), NotFoundError (unknown agent or
+        thread) and QuotaExceededError (no budget left: refuse before any stream opens).
+        Thread ownership is the caller's check (`thread_owner`).
+        """
+        if not isinstance(message, str) or not message.strip():
+            raise InvalidRequestError("message must be a non-empty string")
+        definition = self.agent(agent)
+        if persona is not None and definition.persona(persona) is None:
+            known = ", ".join(p.id for p in definition.personas) or "none"
+            raise InvalidRequestError(f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})')
+        runner = self.runner
+        if thread_id is not None:
+            thread = await self.store.get_thread(thread_id)
+            if thread is None:
+                raise NotFoundError("thread not found")
+        else:
+            chosen = definition.persona(persona)
+            thread = await self.store.create_thread(
+                actor_ref=actor.id,
+                tenant_ref=actor.tenant_ref,
+                persona=chosen.id if chosen else (persona or definition.default_persona),
+            )
+        day = utc_day()
+        if self.quota is not None:
+            await self.quota.check(actor, period_key(self.quota.budget, day))
+        run_id = uuid.uuid4().hex
+        await self.store.record_run_start(
+            RunRecord(
+                id=run_id,
+                thread_id=thread.id,
+                agent_name=definition.name,
+                actor_ref=actor.id,
+                tenant_ref=actor.tenant_ref,
+                started_at=datetime.now(UTC),
+            )
+        )
+        await self.store.set_active_stream(thread.id, run_id)
+        await runner.start(
+            RunInput(
+                run_id=run_id,
+                thread_id=thread.id,
+                actor=actor,
+                user_text=message,
+                day=day,
+                agent_name=definition.name,
+                persona_id=persona,
+                page_context=page_context,
+                attachments=tuple(attachments),
+            )
+        )
+        return ChatStarted(run_id=run_id, thread_id=thread.id)
+
+    async def stream(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        """The run's frames after id `after` (all when None), then live ones until the run ends.
+
+        NotFoundError for an unknown run. A finished run whose frames this process no longer holds
+        yields nothing (the caller then sends `done`).
+        """
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise NotFoundError("run not found")
+        if not await self.sink.has_stream(run_id) and run.status != "running":
+            return _empty()
+        return self.sink.subscribe(run_id, after=after)
+
+    # -- approvals ---------------------------------------------------------------------------------
+
+    async def approve(
+        self, actor: Actor, run_id: str, tool_call_id: str, *, privileged: bool = False
+    ) -> ApprovalRecord:
+        """Approve a pending action. See `_decide` for the rules and errors."""
+        return await self._decide(actor, run_id, tool_call_id, "approved", None, privileged)
+
+    async def reject(
+        self, actor: Actor, run_id: str, tool_call_id: str, *, reason: str | None = None, privileged: bool = False
+    ) -> ApprovalRecord:
+        """Reject a pending action; `reason` reaches the model."""
+        return await self._decide(actor, run_id, tool_call_id, "rejected", reason, privileged)
+
+    async def _decide(
+        self,
+        actor: Actor,
+        run_id: str,
+        tool_call_id: str,
+        status: Literal["approved", "rejected"],
+        reason: str | None,
+        privileged: bool,
+    ) -> ApprovalRecord:
+        """Server-authoritative decision (DESIGN §3).
+
+        NotFoundError: unknown run, or no approval for that tool call in that run.
+        ConflictError: already decided or expired (`detail` carries the standing decision).
+        ForbiddenError: someone other than the requester without privilege, or approving without one
+        of the tool's `approver_roles` (which, when set, binds the requester too — four eyes).
+        """
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise NotFoundError("run not found")
+        approval = await self.store.get_approval(run_id, tool_call_id)
+        if approval is None:
+            call = await self.store.get_tool_call(run_id, tool_call_id)
+            if call is None:
+                raise NotFoundError("tool call not found")
+            raise NotFoundError(f'tool call {tool_call_id} ("{call.tool_name}") is not awaiting approval')
+        if approval.status == "pending" and approval_deadline_passed(approval):
+            approval, _ = await self.store.decide_approval(
+                run_id, tool_call_id, status="expired", decided_by=None, reason="approval expired"
+            )
+            await self.runner.signal(run_id, tool_call_id)
+        if approval.status != "pending":
+            raise ConflictError(f"tool call already {approval.status}", detail=_standing(approval))
+        if actor.id != approval.requested_by and not privileged:
+            raise ForbiddenError("only the requester or a governance admin may decide this approval")
+        if status == "approved" and approval.approver_roles and not set(actor.roles) & set(approval.approver_roles):
+            raise ForbiddenError(
+                f'approving "{approval.tool_name}" needs one of the roles: {", ".join(approval.approver_roles)}'
+            )
+        record, changed = await self.store.decide_approval(
+            run_id, tool_call_id, status=status, decided_by=actor.id, reason=reason
+        )
+        if not changed:
+            raise ConflictError(f"tool call already {record.status}", detail=_standing(record))
+        await self.runner.signal(run_id, tool_call_id)
+        return record
+
+    async def pending_approvals(self, actor_ref: str | None = None, *, limit: int = 50) -> list[ApprovalRecord]:
+        """Pending approvals, oldest first, optionally for one requester."""
+        return await self.store.list_pending_approvals(actor_ref=actor_ref, limit=limit)
+
+    async def cancel(self, run_id: str) -> bool:
+        """Cancel a run: its model call or tool is cancelled, it ends `cancelled`, its stream ends."""
+        return await self.runner.cancel(run_id)
+
+    # -- threads, runs, quota ----------------------------------------------------------------------
+
+    async def list_threads(self, actor: Actor, *, limit: int = 50) -> list[ThreadSummary]:
+        return await self.store.list_threads(actor.id, limit=limit)
+
+    async def get_thread(self, thread_id: str) -> ThreadDetail | None:
+        thread = await self.store.get_thread(thread_id)
+        if thread is None:
+            return None
+        messages = await self.store.list_messages(thread_id)
+        calls = await self.store.list_tool_calls(thread_id=thread_id)
+        preview = messages[-1].content[:120] if messages else None
+        return ThreadDetail(thread=thread, messages=messages, tool_calls=calls, last_message_preview=preview)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        if not await self.store.soft_delete_thread(thread_id):
+            raise NotFoundError("thread not found")
+
+    async def fork_thread(self, thread_id: str, message_id: str) -> ThreadSummary:
+        thread = await self.store.fork_thread(thread_id, message_id)
+        messages = await self.store.list_messages(thread.id)
+        return ThreadSummary(thread=thread, last_message_preview=messages[-1].content[:120] if messages else None)
+
+    async def quota_today(self, actor: Actor) -> QuotaToday:
+        """Tokens the actor used today from the usage ledger (HTTP-12), plus budget limits when set."""
+        day = utc_day()
+        start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+        end = start + timedelta(days=1) - timedelta(microseconds=1)
+        used = await self.store.usage_tokens(actor.id, start, end)
+        if self.quota is None:
+            return QuotaToday(day=day, used_tokens=used)
+        usage = await self.quota.usage(actor, period_key(self.quota.budget, day))
+        return QuotaToday(
+            day=day,
+            used_tokens=used,
+            limit_tokens=usage.limit_tokens,
+            used_usd=usage.used_usd,
+            limit_usd=usage.limit_usd,
+        )
+
+    async def run_owner(self, run_id: str) -> str | None:
+        return await self.store.run_owner(run_id)
+
+    async def thread_owner(self, thread_id: str) -> str | None:
+        return await self.store.thread_owner(thread_id)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        return await self.store.get_run(run_id)
+
+    async def wait_for_run(self, run_id: str, *, timeout: float = 30) -> RunRecord:
+        """Wait until the run's task finishes in this process; returns the stored run."""
+        await self.runner.wait(run_id, timeout)
+        run = await self.store.get_run(run_id)
+        if run is None:
+            raise NotFoundError("run not found")
+        return run
+
+    async def is_privileged(self, actor: Actor, request: Any = None) -> bool:
+        """True only when `governance_authorize` is configured and passes (OWN-03); never raises."""
+        authorize = self.config.governance_authorize
+        if authorize is None:
+            return False
+        try:
+            result = authorize(actor, request)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception:
+            return False
+        return bool(result)
+
+
+def _standing(approval: ApprovalRecord) -> dict[str, Any]:
+    return {
+        "status": approval.status,
+        "decidedBy": approval.decided_by,
+        "decidedAt": approval.decided_at.isoformat() if approval.decided_at else None,
+        "reason": approval.reason,
+    }
+
+
+async def _empty() -> AsyncIterator[StreamEvent]:
+    return
+    yield  # pragma: no cover - makes this an async generator
+
+
+def _resolve_model(model: ModelProvider | str | Any) -> ModelProvider:
+    if isinstance(model, str):
+        from agora_agent.models.infer import infer_model
+
+        return infer_model(model)
+    if isinstance(model, ModelProvider):
+        return model
+    if callable(model):
+        built = model()
+        if isinstance(built, ModelProvider):
+            return built
+    raise ConfigurationError(
+        f"AgentConfig.model must be a ModelProvider, a model string such as 'openai:gpt-4o-mini', or a factory; "
+        f"got {type(model).__name__}"
+    )

@@ -1,0 +1,38 @@
+"""The curated public surface: every name in __all__ exists and the documented imports work."""
+
+import agora_agent
+import agora_agent.testing
+
+
+def test_all_names_exist_and_are_sorted() -> None:
+    for name in agora_agent.__all__:
+        assert hasattr(agora_agent, name), name
+    assert agora_agent.__all__ == sorted(agora_agent.__all__)
+
+
+def test_issue_api_names() -> None:
+    from agora_agent import (  # noqa: F401
+        AbilityPolicy,
+        ActionTool,
+        Actor,
+        AgentConfig,
+        AgentDefinition,
+        AgentService,
+        BaseTool,
+        CallableActorResolver,
+        ClosedRolesPolicy,
+        DefaultRolesPolicy,
+        HeaderActorResolver,
+        Persona,
+        PromptContext,
+        ReadTool,
+        ToolContext,
+        UnconfiguredActorResolver,
+        define_tool,
+        evaluate_governance_gate,
+        evaluate_ownership,
+        tool,
+    )
+    from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, echo_script  # noqa: F401
+
+    assert agora_agent.testing.__all__ == sorted(agora_agent.testing.__all__)
