@@ -1,0 +1,451 @@
+"""Writing tools: the `@tool` decorator, `define_tool`, and the class form `BaseTool`/`ReadTool`/`ActionTool`.
+
+All three produce something the `ToolRegistry` accepts. The function forms return a `FunctionTool` (a `Tool`:
+`.spec` + `async invoke(input, ctx)`); the class form is registered as a class (built lazily through the
+registry's factory, so it can take dependencies) or as an instance.
+
+    @tool(kind="action", roles=["ops"])
+    async def refund_order(order_id: int, reason: str, ctx: ToolContext) -> dict[str, Any]:
+        '''Refund one order of the calling customer.'''
+
+Sync functions are fine: they run in a worker thread so they never block the event loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import types
+import typing
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, ClassVar, Literal, overload
+
+import anyio.to_thread
+from pydantic import BaseModel, create_model
+
+from agora_agent.actors import Actor
+from agora_agent.errors import ConfigurationError
+from agora_agent.tools.context import ToolContext
+from agora_agent.tools.spec import CanUse, Describe, DescribeContext, EnabledFlag, ToolAvailability, ToolSpec
+
+__all__ = ["ActionTool", "AuthoredKind", "BaseTool", "FunctionTool", "ReadTool", "define_tool", "tool"]
+
+AuthoredKind = Literal["read", "action"]
+RolesArg = Iterable[str] | None
+TtlArg = timedelta | float | None
+
+# The strictest rule among model APIs (OpenAI, Anthropic): a name outside it is refused by the provider mid-run.
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _roles(value: RolesArg, field: str, owner: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = (value,) if isinstance(value, str) else tuple(value)
+    if not all(isinstance(r, str) and r for r in items):
+        raise ConfigurationError(f"{field} of {owner} must be non-empty strings, got {items!r}")
+    return items
+
+
+def _ttl(value: TtlArg, owner: str) -> timedelta | None:
+    if value is None:
+        return None
+    ttl = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+    if ttl <= timedelta(0):
+        raise ConfigurationError(f"approval_ttl of {owner} must be positive, got {value!r}")
+    return ttl
+
+
+def build_spec(
+    *,
+    owner: str,
+    name: str,
+    description: str | None,
+    kind: str,
+    input_model: Any,
+    roles: RolesArg = None,
+    ability: str | None = None,
+    enabled: EnabledFlag = True,
+    can_use: CanUse | None = None,
+    describe: Describe | None = None,
+    approver_roles: RolesArg = None,
+    approval_ttl: TtlArg = None,
+) -> ToolSpec:
+    """Validate authoring options and build the `ToolSpec`; `owner` names the function or class in errors."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ConfigurationError(
+            f"tool name {name!r} of {owner} is invalid: use 1-64 letters, digits, '_' or '-' (model APIs refuse others)"
+        )
+    if kind not in ("read", "action"):
+        raise ConfigurationError(
+            f'tool "{name}" ({owner}) has kind {kind!r}: write "read" or "action" ("agent" tools come from delegation)'
+        )
+    if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+        raise ConfigurationError(f'tool "{name}" ({owner}) needs a pydantic BaseModel input, got {input_model!r}')
+    if not description or not description.strip():
+        raise ConfigurationError(
+            f'tool "{name}" ({owner}) has no description: the model chooses tools by it; '
+            "write a docstring or pass description=..."
+        )
+    return ToolSpec(
+        name=name,
+        description=description.strip(),
+        kind=kind,  # type: ignore[arg-type]  # narrowed by the check above
+        input_model=input_model,
+        roles=_roles(roles, "roles", owner),
+        ability=ability,
+        enabled=enabled,
+        can_use=can_use,
+        describe=describe,
+        approver_roles=_roles(approver_roles, "approver_roles", owner),
+        approval_ttl=_ttl(approval_ttl, owner),
+    )
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _is_ctx(annotation: Any) -> bool:
+    """`ToolContext`, a subclass, `Annotated[ToolContext, ...]` or `ToolContext | None`."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_ctx(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_ctx(a) for a in typing.get_args(annotation))
+    return origin is None and isinstance(annotation, type) and issubclass(annotation, ToolContext)
+
+
+@dataclass(frozen=True, slots=True)
+class _CallShape:
+    """How to turn a validated input model (and the ctx) back into the function's arguments."""
+
+    input_model: type[BaseModel]
+    model_param: str | None  # the single BaseModel parameter, passed whole
+    fields: tuple[str, ...]  # plain parameters, passed as keywords
+    ctx_param: str | None
+
+    def kwargs(self, input: BaseModel, ctx: ToolContext) -> dict[str, Any]:
+        if self.model_param is not None:
+            kw: dict[str, Any] = {self.model_param: input}
+        else:
+            # getattr keeps nested models as models; model_dump would flatten them to dicts.
+            kw = {f: getattr(input, f) for f in self.fields}
+        if self.ctx_param is not None:
+            kw[self.ctx_param] = ctx
+        return kw
+
+
+def _pascal(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\-]+", name) if part) or "Tool"
+
+
+def _call_shape(fn: Callable[..., Any], tool_name: str) -> _CallShape:
+    owner = _qualname(fn)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # NameError for a forward reference that does not resolve, mostly
+        raise ConfigurationError(f"cannot read the type hints of tool function {owner}: {exc}") from exc
+    params = list(inspect.signature(fn).parameters.values())
+    ctx_param: str | None = None
+    plain: list[inspect.Parameter] = []
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            raise ConfigurationError(
+                f"tool function {owner} has parameter {p.name!r} of kind {p.kind.description}: "
+                "tool inputs are named, so use ordinary or keyword-only parameters"
+            )
+        annotation = hints.get(p.name, Any)
+        if _is_ctx(annotation):
+            ctx_param = p.name
+        else:
+            plain.append(p)
+    if len(plain) == 1 and _is_model(hints.get(plain[0].name)):
+        return _CallShape(hints[plain[0].name], plain[0].name, (), ctx_param)
+    definitions: dict[str, Any] = {}
+    for p in plain:
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        definitions[p.name] = (hints.get(p.name, Any), default)
+    try:
+        model = create_model(f"{_pascal(tool_name)}Input", __module__=fn.__module__, **definitions)
+    except Exception as exc:
+        raise ConfigurationError(f"cannot build the input model of tool function {owner}: {exc}") from exc
+    return _CallShape(model, None, tuple(definitions), ctx_param)
+
+
+async def _run(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Await an async callable; run a sync one in a worker thread so it never blocks the event loop."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(**kwargs)
+    result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+    if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
+        result = await result
+    return result
+
+
+class FunctionTool:
+    """A tool made from a function (`@tool`, `define_tool`). Satisfies the `Tool` protocol.
+
+    Calling the object calls the original function unchanged, so unit tests can use it directly.
+    """
+
+    def __init__(self, spec: ToolSpec, fn: Callable[..., Any], invoke: Callable[[BaseModel, ToolContext], Any]) -> None:
+        self.spec = spec
+        self.origin = _qualname(fn)
+        self._fn = fn
+        self._invoke = invoke
+        functools.update_wrapper(self, fn)  # copies __name__/__doc__ so the object reads like the function
+
+    async def invoke(self, input: BaseModel, ctx: ToolContext) -> Any:
+        """Run the tool with an already validated input model. Exceptions of the tool propagate unchanged."""
+        return await self._invoke(input, ctx)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.spec.name!r} kind={self.spec.kind} from {self.origin}>"
+
+
+def _function_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    kind: str,
+    roles: RolesArg,
+    ability: str | None,
+    enabled: EnabledFlag,
+    can_use: CanUse | None,
+    describe: Describe | None,
+    approver_roles: RolesArg,
+    approval_ttl: TtlArg,
+) -> FunctionTool:
+    if not callable(fn):
+        raise ConfigurationError(f"@tool decorates a function, got {fn!r}")
+    tool_name = name or str(getattr(fn, "__name__", ""))
+    shape = _call_shape(fn, tool_name)
+    spec = build_spec(
+        owner=_qualname(fn),
+        name=tool_name,
+        description=description or inspect.getdoc(fn),
+        kind=kind,
+        input_model=shape.input_model,
+        roles=roles,
+        ability=ability,
+        enabled=enabled,
+        can_use=can_use,
+        describe=describe,
+        approver_roles=approver_roles,
+        approval_ttl=approval_ttl,
+    )
+
+    async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
+        return await _run(fn, shape.kwargs(input, ctx))
+
+    return FunctionTool(spec, fn, invoke)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    kind: AuthoredKind = "read",
+    roles: RolesArg = None,
+    ability: str | None = None,
+    enabled: EnabledFlag = True,
+    can_use: CanUse | None = None,
+    describe: Describe | None = None,
+    approver_roles: RolesArg = None,
+    approval_ttl: TtlArg = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    kind: AuthoredKind = "read",
+    roles: RolesArg = None,
+    ability: str | None = None,
+    enabled: EnabledFlag = True,
+    can_use: CanUse | None = None,
+    describe: Describe | None = None,
+    approver_roles: RolesArg = None,
+    approval_ttl: TtlArg = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a function (async or sync) into a tool; use bare (`@tool`) or with options (`@tool(kind="action")`).
+
+    The input model is the function's single pydantic-model parameter, or else is built from its typed
+    parameters (defaults and `Annotated[..., Field(description=...)]` honoured). A parameter annotated
+    `ToolContext` receives the call context. The description is the docstring unless given.
+    Raises `ConfigurationError` (naming the function) for a missing description, a bad name or kind.
+    """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "kind": kind,
+        "roles": roles,
+        "ability": ability,
+        "enabled": enabled,
+        "can_use": can_use,
+        "describe": describe,
+        "approver_roles": approver_roles,
+        "approval_ttl": approval_ttl,
+    }
+    if fn is not None:
+        return _function_tool(fn, **options)
+    return lambda f: _function_tool(f, **options)
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    input: type[BaseModel],
+    execute: Callable[[Any, ToolContext], Any],
+    kind: AuthoredKind = "read",
+    roles: RolesArg = None,
+    ability: str | None = None,
+    enabled: EnabledFlag = True,
+    can_use: CanUse | None = None,
+    describe: Describe | None = None,
+    approver_roles: RolesArg = None,
+    approval_ttl: TtlArg = None,
+) -> FunctionTool:
+    """Build a tool from explicit parts: `execute(input_model, ctx)` may be sync (run in a thread) or async."""
+    spec = build_spec(
+        owner=f"define_tool(name={name!r})",
+        name=name,
+        description=description,
+        kind=kind,
+        input_model=input,
+        roles=roles,
+        ability=ability,
+        enabled=enabled,
+        can_use=can_use,
+        describe=describe,
+        approver_roles=approver_roles,
+        approval_ttl=approval_ttl,
+    )
+
+    async def invoke(value: BaseModel, ctx: ToolContext) -> Any:
+        if inspect.iscoroutinefunction(execute):
+            return await execute(value, ctx)
+        result = await anyio.to_thread.run_sync(execute, value, ctx)
+        return await result if inspect.isawaitable(result) else result
+
+    return FunctionTool(spec, execute, invoke)
+
+
+class _NoInput(BaseModel):
+    """A tool that takes no arguments."""
+
+
+class BaseTool(ABC):
+    """The class form: metadata as class attributes, the work in `execute`.
+
+    Required: `name`, `kind` (or subclass `ReadTool`/`ActionTool`), `execute`. Optional: `description`
+    (default: the class docstring), `Input` (default: no arguments), `roles`, `ability`, `approver_roles`,
+    `approval_ttl`, and the per-call hooks `is_enabled()`, `can_use(actor)`, `describe(ctx)`.
+    Register the class to have it built lazily by the registry's factory (dependency injection),
+    or register an instance.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    kind: ClassVar[AuthoredKind]
+    Input: ClassVar[type[BaseModel]] = _NoInput
+    roles: ClassVar[RolesArg] = None
+    ability: ClassVar[str | None] = None
+    approver_roles: ClassVar[RolesArg] = None
+    approval_ttl: ClassVar[TtlArg] = None
+
+    @abstractmethod
+    async def execute(self, input: Any, ctx: ToolContext) -> Any:
+        """Do the work with the validated `Input` instance; the result is serialised for the model."""
+
+    def is_enabled(self) -> bool:
+        """Re-read on every offer and invoke; False hides the tool and refuses calls (`ToolDisabledError`)."""
+        return True
+
+    def can_use(self, actor: Actor) -> bool | Awaitable[bool]:
+        """An extra per-actor check after the roles policy; False refuses (`ToolForbiddenError`)."""
+        return True
+
+    def describe(self, ctx: DescribeContext) -> ToolAvailability | None | Awaitable[ToolAvailability | None]:
+        """Hide the tool for this call (`available=False`) or change its description; None keeps it as is."""
+        return None
+
+    @classmethod
+    def overrides(cls, method: str) -> bool:
+        """Whether this class replaces one of the per-call hooks (then the registry must build an instance)."""
+        return getattr(cls, method) is not getattr(BaseTool, method)
+
+    @classmethod
+    def tool_spec(cls) -> ToolSpec:
+        """The spec from class attributes alone, without building an instance (hooks not bound)."""
+        owner = _qualname(cls)
+        if inspect.isabstract(cls):
+            raise ConfigurationError(f"tool class {owner} is abstract: implement `async def execute(self, input, ctx)`")
+        doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else None
+        return build_spec(
+            owner=owner,
+            name=getattr(cls, "name", ""),
+            description=getattr(cls, "description", None) or doc,
+            kind=getattr(cls, "kind", "(missing: set kind or subclass ReadTool/ActionTool)"),
+            input_model=cls.Input,
+            roles=cls.roles,
+            ability=cls.ability,
+            approver_roles=cls.approver_roles,
+            approval_ttl=cls.approval_ttl,
+        )
+
+    def bound_spec(self) -> ToolSpec:
+        """The spec with this instance's overridden hooks bound into it."""
+        cls = type(self)
+        return replace(
+            cls.tool_spec(),
+            enabled=self.is_enabled if cls.overrides("is_enabled") else True,
+            can_use=self.can_use if cls.overrides("can_use") else None,
+            describe=self.describe if cls.overrides("describe") else None,
+        )
+
+    @property
+    def spec(self) -> ToolSpec:
+        """`bound_spec()`, built once per instance (so an instance satisfies the `Tool` protocol)."""
+        cached: ToolSpec | None = self.__dict__.get("_agora_spec")
+        if cached is None:
+            cached = self.__dict__["_agora_spec"] = self.bound_spec()
+        return cached
+
+    async def invoke(self, input: BaseModel, ctx: ToolContext) -> Any:
+        """Run `execute` (a sync `execute` runs in a worker thread)."""
+        return await _run(self.execute, {"input": input, "ctx": ctx})
+
+
+class ReadTool(BaseTool, ABC):
+    """A class tool that only reads: executed without approval."""
+
+    kind: ClassVar[AuthoredKind] = "read"
+
+
+class ActionTool(BaseTool, ABC):
+    """A class tool with side effects: every call waits for a human approval."""
+
+    kind: ClassVar[AuthoredKind] = "action"

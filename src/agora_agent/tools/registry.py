@@ -1,0 +1,378 @@
+"""The tool registry: what the model is offered, and whether a call may run (DESIGN §3, TOOL-14..29).
+
+One filter chain, in one order, on offer AND on invoke:
+
+    allow-list -> enabled -> roles policy -> can_use(actor) -> describe()
+
+`offer()` drops a tool at the first filter that refuses it; `authorize()` re-asks every filter and
+raises the error of the first refusal, then validates the arguments:
+
+    unknown / outside the allow-list / describe() unavailable -> ToolNotFoundError
+    enabled is false                                          -> ToolDisabledError
+    roles policy or can_use refuses                           -> ToolForbiddenError
+    arguments invalid (every issue listed)                    -> ToolInputInvalidError
+
+A predicate that raises refuses (fail closed) and is logged with the tool's name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from agora_agent.actors import Actor
+from agora_agent.errors import (
+    ConfigurationError,
+    ToolDisabledError,
+    ToolForbiddenError,
+    ToolInputInvalidError,
+    ToolNotFoundError,
+)
+from agora_agent.governance.policy import RolesPolicy
+from agora_agent.messages import ToolDefinition
+from agora_agent.tools.authoring import BaseTool, FunctionTool
+from agora_agent.tools.context import ToolContext
+from agora_agent.tools.spec import DescribeContext, Tool, ToolAvailability, ToolSpec
+
+__all__ = ["AuthorizedCall", "ToolFactory", "ToolRegistry", "args_hash"]
+
+logger = logging.getLogger(__name__)
+
+ToolFactory = Callable[[type[BaseTool]], BaseTool]
+T = TypeVar("T")
+
+
+def args_hash(args: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of `args` (sorted keys, no spaces): binds an approval to its arguments."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizedCall:
+    """A call that passed every filter: the validated input, its JSON form and the hash of that form."""
+
+    spec: ToolSpec
+    input: BaseModel
+    args: dict[str, Any]
+    args_hash: str
+
+
+class _Entry:
+    """One registered name: its spec, a cached JSON schema, and how to get something runnable."""
+
+    __slots__ = ("_cls", "_factory", "_instance", "_schema", "definition", "origin", "spec", "tool")
+
+    def __init__(self, spec: ToolSpec, origin: str, tool: Tool | None = None) -> None:
+        self.spec = spec
+        self.origin = origin
+        self.tool = tool
+        self._cls: type[BaseTool] | None = None
+        self._factory: ToolFactory | None = None
+        self._instance: BaseTool | None = None
+        self._schema: dict[str, Any] | None = None
+        self.definition: ToolDefinition | None = None
+
+    @classmethod
+    def for_class(cls, tool_cls: type[BaseTool], factory: ToolFactory) -> _Entry:
+        entry = cls(tool_cls.tool_spec(), f"{tool_cls.__module__}.{tool_cls.__qualname__}")
+        entry._cls, entry._factory = tool_cls, factory
+        # Hooks run on an instance: bind lazy forwarders so the instance is built only when first asked.
+        entry.spec = replace(
+            entry.spec,
+            enabled=(lambda: entry.instance().is_enabled()) if tool_cls.overrides("is_enabled") else True,
+            can_use=(lambda actor: entry.instance().can_use(actor)) if tool_cls.overrides("can_use") else None,
+            describe=(lambda ctx: entry.instance().describe(ctx)) if tool_cls.overrides("describe") else None,
+        )
+        return entry
+
+    def instance(self) -> BaseTool:
+        """Build the class tool through the factory once, then reuse it."""
+        if self._instance is None:
+            assert self._cls is not None and self._factory is not None
+            try:
+                built = self._factory(self._cls)
+            except Exception as exc:
+                raise ConfigurationError(
+                    f'tool factory failed to build {self.origin} for tool "{self.spec.name}": {exc}'
+                ) from exc
+            if not isinstance(built, self._cls):
+                raise ConfigurationError(
+                    f"tool factory returned {type(built).__name__} for {self.origin}; it must return an instance of it"
+                )
+            self._instance = built
+        return self._instance
+
+    def runnable(self) -> Tool:
+        if self.tool is not None:
+            return self.tool
+        if self._cls is not None:
+            return self.instance()
+        raise ConfigurationError(
+            f'tool "{self.spec.name}" (kind {self.spec.kind}) has no handler: the agent loop runs it, not the registry'
+        )
+
+    def schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            self._schema = self.spec.json_schema()
+        return self._schema
+
+    def to_definition(self, description: str | None) -> ToolDefinition:
+        if description is not None:
+            return ToolDefinition(
+                name=self.spec.name, description=description, input_schema=self.schema(), kind=self.spec.kind
+            )
+        if self.definition is None:
+            self.definition = ToolDefinition(
+                name=self.spec.name, description=self.spec.description, input_schema=self.schema(), kind=self.spec.kind
+            )
+        return self.definition
+
+
+def _refusing(what: str, spec: ToolSpec, value: T | Awaitable[T], refusal: T) -> T | Awaitable[T]:
+    """Wrap an awaitable verdict so that raising becomes `refusal` (fail closed) and is logged."""
+    if not inspect.isawaitable(value):
+        return value
+
+    async def settle() -> T:
+        try:
+            return await value
+        except Exception:
+            logger.exception('%s of tool "%s" raised; treating it as a refusal', what, spec.name)
+            return refusal
+
+    return settle()
+
+
+def _ask(what: str, spec: ToolSpec, fn: Callable[..., Any], *args: Any, refusal: Any = False) -> Any:
+    """Call one predicate; a raise (now or when awaited) becomes `refusal`."""
+    try:
+        return _refusing(what, spec, fn(*args), refusal)
+    except Exception:
+        logger.exception('%s of tool "%s" raised; treating it as a refusal', what, spec.name)
+        return refusal
+
+
+async def _settle_all(values: list[Any]) -> list[Any]:
+    """Resolve a batch of verdicts: sync ones as they are, awaitable ones concurrently."""
+    pending = [i for i, v in enumerate(values) if inspect.isawaitable(v)]
+    if pending:
+        for i, result in zip(pending, await asyncio.gather(*(values[i] for i in pending)), strict=True):
+            values[i] = result
+    return values
+
+
+def _available(verdict: Any) -> tuple[bool, str | None]:
+    """Read a describe() answer: None/True = available; False or available=False = hidden."""
+    if verdict is None or verdict is True:
+        return True, None
+    if isinstance(verdict, ToolAvailability):
+        return verdict.available, verdict.description
+    return bool(verdict), None
+
+
+def _is_enabled(spec: ToolSpec) -> bool:
+    try:
+        return spec.is_enabled()
+    except Exception:
+        logger.exception('enabled flag of tool "%s" raised; treating the tool as disabled', spec.name)
+        return False
+
+
+def _issues(exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "input"
+        out.append(f"{loc}: {err['msg']}")
+    return out
+
+
+class ToolRegistry:
+    """Name-keyed tools in registration order; the first registration of a name wins (TOOL-14).
+
+    `factory` builds class tools (`BaseTool` subclasses) on first need; the default is `cls()`.
+    """
+
+    def __init__(self, factory: ToolFactory | None = None) -> None:
+        self._factory: ToolFactory = factory or (lambda cls: cls())
+        self._entries: dict[str, _Entry] = {}
+
+    # -- registration -------------------------------------------------------------------------------
+
+    def register(self, obj: object) -> bool:
+        """Add a `FunctionTool`, a `Tool`, a `BaseTool` subclass (built lazily) or a `BaseTool` instance.
+
+        Returns False (and logs a WARNING naming both) when the name is already taken; the first stays.
+        Raises `ConfigurationError` for anything that is not a tool.
+        """
+        if isinstance(obj, type) and issubclass(obj, BaseTool):
+            return self._add(_Entry.for_class(obj, self._factory), obj)
+        if isinstance(obj, FunctionTool):
+            return self._add(_Entry(obj.spec, obj.origin, obj), obj)
+        if isinstance(obj, Tool):
+            origin = f"{type(obj).__module__}.{type(obj).__qualname__}"
+            return self._add(_Entry(obj.spec, origin, obj), obj)
+        raise ConfigurationError(
+            f"cannot register {obj!r} as a tool: use @tool, define_tool, a BaseTool subclass, "
+            "or an object with .spec and async .invoke(input, ctx)"
+        )
+
+    def register_spec(self, spec: ToolSpec) -> bool:
+        """Add a spec without a handler (delegation, kind "agent"): offered and authorized, but run by the loop."""
+        return self._add(_Entry(spec, f"spec {spec.name!r} ({spec.kind})"), spec)
+
+    def _add(self, entry: _Entry, source: object) -> bool:
+        name = entry.spec.name
+        existing = self._entries.get(name)
+        if existing is None:
+            self._entries[name] = entry
+            return True
+        if existing.tool is source or existing._cls is source:
+            logger.debug('tool "%s" registered twice from %s; ignoring the repeat', name, entry.origin)
+        else:
+            logger.warning(
+                'tool name "%s" from %s is already registered by %s; keeping the first (rename one of them)',
+                name,
+                entry.origin,
+                existing.origin,
+            )
+        return False
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The spec registered under `name`, or None."""
+        entry = self._entries.get(name)
+        return entry.spec if entry is not None else None
+
+    def specs(self) -> list[ToolSpec]:
+        """Every spec, in registration order."""
+        return [e.spec for e in self._entries.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def warn_unguarded_actions(self) -> list[str]:
+        """Log one WARNING per `action` tool that declares no roles (anyone may request it); return their names."""
+        names = [e.spec.name for e in self._entries.values() if e.spec.kind == "action" and not e.spec.roles]
+        for name in names:
+            logger.warning(
+                'action tool "%s" declares no roles: under an open roles policy every actor may request it; '
+                "set roles=[...] on the tool (or use ClosedRolesPolicy / empty_roles='deny')",
+                name,
+            )
+        return names
+
+    # -- offer ---------------------------------------------------------------------------------------
+
+    async def offer(
+        self,
+        actor: Actor,
+        *,
+        policy: RolesPolicy,
+        allow_list: Collection[str] | None = None,
+        describe_ctx: DescribeContext | None = None,
+    ) -> list[ToolDefinition]:
+        """The tools this actor may be offered now, in registration order, after the whole filter chain.
+
+        Async predicates of one stage run concurrently. The `input_schema` dicts are shared and cached:
+        copy before changing one.
+        """
+        allowed = _as_set(allow_list)
+        stage = [e for e in self._entries.values() if allowed is None or e.spec.name in allowed]
+        stage = [e for e in stage if _is_enabled(e.spec)]
+        verdicts = await _settle_all([_ask("roles policy", e.spec, policy.can, actor, e.spec) for e in stage])
+        stage = [e for e, ok in zip(stage, verdicts, strict=True) if ok]
+        verdicts = await _settle_all(
+            [_ask("can_use", e.spec, e.spec.can_use, actor) if e.spec.can_use else True for e in stage]
+        )
+        stage = [e for e, ok in zip(stage, verdicts, strict=True) if ok]
+        dctx = describe_ctx or DescribeContext(actor=actor)
+        answers = await _settle_all(
+            [_ask("describe", e.spec, e.spec.describe, dctx) if e.spec.describe else None for e in stage]
+        )
+        out = []
+        for entry, answer in zip(stage, answers, strict=True):
+            available, description = _available(answer)
+            if available:
+                out.append(entry.to_definition(description))
+        return out
+
+    # -- invoke --------------------------------------------------------------------------------------
+
+    async def authorize(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        *,
+        ctx: ToolContext,
+        policy: RolesPolicy,
+        allow_list: Collection[str] | None = None,
+    ) -> AuthorizedCall:
+        """Re-check every filter for one call, then validate `args`; raises the error of the first refusal."""
+        entry = self._entries.get(name)
+        if entry is None:
+            raise ToolNotFoundError(name)
+        spec = entry.spec
+        allowed = _as_set(allow_list)
+        if allowed is not None and name not in allowed:
+            raise ToolNotFoundError(name, "it is not in this agent's tool list")
+        if not _is_enabled(spec):
+            raise ToolDisabledError(name)
+        actor = ctx.actor
+        if not await _resolve(_ask("roles policy", spec, policy.can, actor, spec)):
+            raise ToolForbiddenError(name)
+        if spec.can_use is not None and not await _resolve(_ask("can_use", spec, spec.can_use, actor)):
+            raise ToolForbiddenError(name, "refused by the tool's can_use check")
+        if spec.describe is not None:
+            dctx = DescribeContext(actor=actor, thread_id=ctx.thread_id, agent=ctx.agent, channel=ctx.channel)
+            available, _ = _available(await _resolve(_ask("describe", spec, spec.describe, dctx)))
+            if not available:
+                raise ToolNotFoundError(name, "it is unavailable for this call")
+        if not isinstance(args, Mapping):
+            raise ToolInputInvalidError(name, [f"input: expected an object, got {type(args).__name__}"])
+        try:
+            value = spec.input_model.model_validate(args)
+        except ValidationError as exc:
+            raise ToolInputInvalidError(name, _issues(exc)) from None
+        dumped = value.model_dump(mode="json")
+        return AuthorizedCall(spec=spec, input=value, args=dumped, args_hash=args_hash(dumped))
+
+    async def execute(self, call: AuthorizedCall, ctx: ToolContext) -> Any:
+        """Run an authorized call once (no retry); the tool's exceptions propagate unchanged."""
+        entry = self._entries.get(call.spec.name)
+        if entry is None:
+            raise ToolNotFoundError(call.spec.name)
+        return await entry.runnable().invoke(call.input, ctx)
+
+    async def invoke(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        ctx: ToolContext,
+        *,
+        policy: RolesPolicy,
+        allow_list: Collection[str] | None = None,
+    ) -> Any:
+        """`authorize` then `execute`: the one-call path for direct use (MCP, tests)."""
+        call = await self.authorize(name, args, ctx=ctx, policy=policy, allow_list=allow_list)
+        return await self.execute(call, ctx)
+
+
+def _as_set(allow_list: Collection[str] | None) -> Collection[str] | None:
+    if allow_list is None or isinstance(allow_list, set | frozenset | dict):
+        return allow_list
+    return frozenset(allow_list)
+
+
+async def _resolve(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
