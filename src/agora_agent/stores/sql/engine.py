@@ -1,0 +1,175 @@
+"""Database URLs and engines: SQLite (aiosqlite, WAL) and PostgreSQL (asyncpg), one code path.
+
+`sqlite:///path` becomes `sqlite+aiosqlite:///path`; `postgresql://` / `postgres://` become
+`postgresql+asyncpg://`. On SQLite every connection gets WAL, a busy timeout and foreign keys, and writes
+run in `BEGIN IMMEDIATE` transactions (the write lock is taken up front, so two writers queue on the busy
+timeout instead of failing on a lock upgrade).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, TypeVar
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from agora_agent.errors import ConfigurationError
+
+__all__ = [
+    "WRITE",
+    "create_engine_from_url",
+    "dumps_json",
+    "is_sqlite",
+    "is_transient_db_error",
+    "mask_url",
+    "normalize_url",
+    "retry_transient",
+]
+
+T = TypeVar("T")
+
+WRITE = "agora_write"
+"""Execution option marking a write transaction (BEGIN IMMEDIATE on SQLite)."""
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalize_url(url: str | URL) -> URL:
+    """The async-driver URL for a user-facing one; `ConfigurationError` for an unsupported backend."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except sa.exc.ArgumentError as exc:
+        raise ConfigurationError(
+            f"cannot parse database URL {url!r}; use sqlite:///path/to/file.db or postgresql+asyncpg://user@host/db"
+        ) from exc
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "aiosqlite", "pysqlite"):
+        return parsed.set(drivername="sqlite+aiosqlite")
+    if backend in ("postgresql", "postgres") and driver in ("", "asyncpg", "psycopg2", "psycopg"):
+        return parsed.set(drivername="postgresql+asyncpg")
+    raise ConfigurationError(
+        f"unsupported database URL {mask_url(parsed)}: agora-agent stores use SQLite (sqlite:///file.db) "
+        "or PostgreSQL (postgresql+asyncpg://user:password@host/db)"
+    )
+
+
+def mask_url(url: str | URL) -> str:
+    """The URL with its password replaced by `***` (safe for logs and error messages)."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except sa.exc.ArgumentError:
+        return "<unparseable database URL>"
+    return parsed.render_as_string(hide_password=True)
+
+
+def is_sqlite(engine: AsyncEngine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def _json_default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # pydantic models
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def dumps_json(value: Any) -> str:
+    """JSON for a JSON column; a value that cannot be serialised is stored as null (STORE-18)."""
+    try:
+        return json.dumps(value, default=_json_default, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return "null"
+
+
+def create_engine_from_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
+    """An `AsyncEngine` for a SQLite or PostgreSQL URL, configured for agora-agent's stores."""
+    target = normalize_url(url)
+    options: dict[str, Any] = {"json_serializer": dumps_json, **kwargs}
+    if target.get_backend_name() == "sqlite":
+        in_memory = target.database in (None, "", ":memory:")
+        if in_memory:
+            options.setdefault("poolclass", StaticPool)
+            options.setdefault("connect_args", {"check_same_thread": False})
+        engine = create_async_engine(target, **options)
+        _configure_sqlite(engine, wal=not in_memory)
+        return engine
+    options.setdefault("pool_pre_ping", True)
+    return create_async_engine(target, **options)
+
+
+def _configure_sqlite(engine: AsyncEngine, *, wal: bool) -> None:
+    sync_engine = engine.sync_engine
+
+    @sa.event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event emit BEGIN itself (pysqlite's implicit transactions are unreliable).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            if wal:
+                cursor.execute("PRAGMA journal_mode=WAL")
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+        finally:
+            cursor.close()
+
+    @sa.event.listens_for(sync_engine, "begin")
+    def _on_begin(connection: sa.Connection) -> None:
+        immediate = connection.get_execution_options().get(WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+_TRANSIENT_CODES = {"40001", "40P01", "1213", "1205", "ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT", "SQLITE_BUSY"}
+_TRANSIENT_MESSAGE = re.compile(r"deadlock|lock wait timeout|serialization failure|database is locked", re.I)
+
+
+def _looks_transient(error: BaseException) -> bool:
+    for attr in ("sqlstate", "pgcode", "code", "errno", "sqlite_errorname"):
+        value = getattr(error, attr, None)
+        if value is not None and str(value) in _TRANSIENT_CODES:
+            return True
+    return bool(_TRANSIENT_MESSAGE.search(str(error)))
+
+
+def is_transient_db_error(error: BaseException) -> bool:
+    """RETRY-03 for database errors: deadlock / serialization failure / lock timeout / SQLITE_BUSY.
+
+    Checks the error and one level of cause (SQLAlchemy wraps the driver error in `.orig`).
+    """
+    if _looks_transient(error):
+        return True
+    cause = getattr(error, "orig", None) or error.__cause__
+    return cause is not None and cause is not error and _looks_transient(cause)
+
+
+async def retry_transient(operation: Callable[[], Awaitable[T]], *, attempts: int = 3, backoff_s: float = 0.05) -> T:
+    """Run a whole transaction again after a deadlock or serialization failure (RETRY-02 backoff)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await operation()
+        except sa.exc.DBAPIError as exc:
+            if attempt == attempts or not is_transient_db_error(exc):
+                raise
+            await asyncio.sleep(backoff_s * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover

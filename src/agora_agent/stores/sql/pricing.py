@@ -1,0 +1,103 @@
+"""`SqlPricingStore`: model prices with an atomic supersede (REFERENCE PRICE-01..04).
+
+`upsert_price` runs one transaction: mark the model's current row not current, insert the new one as
+current. A partial unique index (`model_id WHERE is_current`) makes "exactly one current row per model"
+a database invariant; two concurrent upserts of a new model collide on it and the loser retries.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from agora_agent.governance.pricing import ModelPrice
+from agora_agent.stores.sql.engine import WRITE, retry_transient
+from agora_agent.stores.sql.tables import model_pricing
+
+__all__ = ["SqlPricingStore"]
+
+_ATTEMPTS = 5
+
+
+class SqlPricingStore:
+    """Current prices by model in `agent_model_pricing`; superseded rows are kept as history."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._writer = engine.execution_options(**{WRITE: True})
+
+    async def upsert_price(self, price: ModelPrice) -> None:
+        """Make `price` the model's current price (effective now); the previous one stays as history."""
+
+        async def supersede(conn: AsyncConnection) -> None:
+            await conn.execute(
+                sa.update(model_pricing)
+                .where(model_pricing.c.model_id == price.model_id, model_pricing.c.is_current.is_(True))
+                .values(is_current=False)
+            )
+            await conn.execute(
+                sa.insert(model_pricing).values(
+                    id=str(uuid.uuid4()),
+                    model_id=price.model_id,
+                    input_price_per_1m=price.input_price_per_1m,
+                    output_price_per_1m=price.output_price_per_1m,
+                    cache_write_price_per_1m=price.cache_write_price_per_1m,
+                    cache_read_price_per_1m=price.cache_read_price_per_1m,
+                    effective_from=datetime.now(UTC),
+                    is_current=True,
+                )
+            )
+
+        async def attempt() -> None:
+            async with self._writer.begin() as conn:
+                await supersede(conn)
+
+        for remaining in range(_ATTEMPTS - 1, -1, -1):
+            try:
+                await retry_transient(attempt)
+                return
+            except sa.exc.IntegrityError:
+                # A concurrent first price for the same model won the unique index; supersede it instead.
+                if remaining == 0:
+                    raise
+
+    async def list_current_prices(self) -> list[ModelPrice]:
+        """Every model's current price, by model id."""
+        stmt = sa.select(model_pricing).where(model_pricing.c.is_current.is_(True)).order_by(model_pricing.c.model_id)
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [
+            ModelPrice(
+                model_id=r["model_id"],
+                input_price_per_1m=r["input_price_per_1m"],
+                output_price_per_1m=r["output_price_per_1m"],
+                cache_write_price_per_1m=r["cache_write_price_per_1m"],
+                cache_read_price_per_1m=r["cache_read_price_per_1m"],
+                effective_from=r["effective_from"],
+            )
+            for r in rows
+        ]
+
+    async def price_history(self, model_id: str) -> list[ModelPrice]:
+        """Every price the model ever had, oldest first (the last one is current)."""
+        stmt = (
+            sa.select(model_pricing)
+            .where(model_pricing.c.model_id == model_id)
+            .order_by(model_pricing.c.effective_from, model_pricing.c.is_current)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [
+            ModelPrice(
+                model_id=r["model_id"],
+                input_price_per_1m=r["input_price_per_1m"],
+                output_price_per_1m=r["output_price_per_1m"],
+                cache_write_price_per_1m=r["cache_write_price_per_1m"],
+                cache_read_price_per_1m=r["cache_read_price_per_1m"],
+                effective_from=r["effective_from"],
+            )
+            for r in rows
+        ]

@@ -1,0 +1,260 @@
+"""The SQL schema (SQLAlchemy Core): the reference's six tables plus approvals and budget counters.
+
+Portable across SQLite and PostgreSQL with no dialect forks:
+- timestamps are BIGINT microseconds since the Unix epoch, UTC (`UtcMicros`): lossless for Python
+  `datetime`, and a UTC day is plain integer division (`created_at // MICROS_PER_DAY`) on both engines;
+- JSON columns are `sa.JSON`; booleans are `sa.Boolean`;
+- messages and tool calls carry an autoincrement `seq`, so "oldest first" is insertion order even when two
+  rows share a microsecond.
+
+The Alembic migrations in `migrations/versions/` create exactly this schema (a test compares them).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+__all__ = [
+    "AGENT_TABLES",
+    "MICROS_PER_DAY",
+    "approval",
+    "budget_counter",
+    "budget_reservation",
+    "from_micros",
+    "message",
+    "metadata",
+    "model_pricing",
+    "run",
+    "thread",
+    "to_micros",
+    "token_usage",
+    "tool_call",
+]
+
+MICROS_PER_DAY = 86_400_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_micros(value: datetime) -> int:
+    """A datetime as integer microseconds since the epoch; naive datetimes are taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(value: int) -> datetime:
+    """The inverse of `to_micros`: a timezone-aware UTC datetime."""
+    return _EPOCH + timedelta(microseconds=int(value))
+
+
+class UtcMicros(sa.types.TypeDecorator[datetime]):
+    """A tz-aware UTC `datetime` stored as BIGINT microseconds since the epoch."""
+
+    impl = sa.BigInteger
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> int | None:
+        return None if value is None else to_micros(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        return None if value is None else from_micros(value)
+
+
+# SQLite only autoincrements an INTEGER PRIMARY KEY (the rowid alias); PostgreSQL gets a BIGINT identity.
+_Seq = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+_Id = sa.String(64)
+_Ref = sa.String(255)
+
+metadata = sa.MetaData()
+
+thread = sa.Table(
+    "agent_thread",
+    metadata,
+    sa.Column("id", _Id, primary_key=True),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("tenant_ref", _Ref),
+    sa.Column("title", sa.Text, nullable=False, server_default="New chat"),
+    sa.Column("persona", sa.String(128), nullable=False, server_default="default"),
+    sa.Column("transient", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("pinned_at", UtcMicros),
+    sa.Column("summary", sa.Text),
+    sa.Column("summary_message_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("active_stream_id", _Id),
+    sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Column("updated_at", UtcMicros, nullable=False),
+    sa.Column("deleted_at", UtcMicros),
+    sa.Index("ix_agent_thread_actor_updated", "actor_ref", "updated_at"),
+    sa.Index("ix_agent_thread_updated", "updated_at"),
+)
+
+message = sa.Table(
+    "agent_message",
+    metadata,
+    sa.Column("seq", _Seq, primary_key=True, autoincrement=True),
+    sa.Column("id", _Id, nullable=False, unique=True),
+    sa.Column("thread_id", _Id, sa.ForeignKey("agent_thread.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("tool_calls", sa.JSON),
+    sa.Column("tool_results", sa.JSON),
+    sa.Column("attachments", sa.JSON),
+    sa.Column("follow_ups", sa.JSON),
+    sa.Column("usage", sa.JSON),
+    sa.Column("persona", sa.String(128)),
+    sa.Column("run_id", _Id),  # no FK (STORE-08)
+    sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_message_thread_seq", "thread_id", "seq"),
+    sa.Index("ix_agent_message_run", "run_id"),
+)
+
+tool_call = sa.Table(
+    "agent_tool_call",
+    metadata,
+    sa.Column("seq", _Seq, primary_key=True, autoincrement=True),
+    sa.Column("run_id", _Id, nullable=False),
+    sa.Column("id", sa.String(255), nullable=False),  # model-supplied, unique within its run
+    sa.Column("thread_id", _Id, sa.ForeignKey("agent_thread.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("message_id", _Id),
+    sa.Column("tool_name", sa.String(255), nullable=False),
+    sa.Column("tool_type", sa.String(32), nullable=False),
+    sa.Column("input", sa.JSON),
+    sa.Column("output", sa.JSON),
+    sa.Column("error", sa.Text),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("tenant_ref", _Ref),
+    sa.Column("policy_decision", sa.Text),
+    sa.Column("idempotency_key", sa.String(512)),
+    sa.Column("executed_by_ref", _Ref),
+    sa.Column("decided_by", _Ref),
+    sa.Column("execution_ms", sa.Integer),
+    sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Column("executed_at", UtcMicros),
+    sa.UniqueConstraint("run_id", "id", name="uq_agent_tool_call_run_id"),
+    sa.Index("ix_agent_tool_call_thread", "thread_id", "seq"),
+    sa.Index("ix_agent_tool_call_message", "message_id"),
+    sa.Index("ix_agent_tool_call_status_created", "status", "created_at"),
+    sa.Index("ix_agent_tool_call_created", "created_at"),
+    sa.Index("ix_agent_tool_call_name_created", "tool_name", "tool_type", "created_at"),
+)
+
+approval = sa.Table(
+    "agent_approval",
+    metadata,
+    sa.Column("run_id", _Id, primary_key=True),
+    sa.Column("tool_call_id", sa.String(255), primary_key=True),
+    sa.Column("thread_id", _Id, sa.ForeignKey("agent_thread.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("tool_name", sa.String(255), nullable=False),
+    sa.Column("args_hash", sa.String(128), nullable=False),
+    sa.Column("requested_by", _Ref, nullable=False),
+    sa.Column("approver_roles", sa.JSON),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text),
+    sa.Column("decided_by", _Ref),
+    sa.Column("decided_at", UtcMicros),
+    sa.Column("deadline", UtcMicros),
+    sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_approval_status_created", "status", "created_at"),
+    sa.Index("ix_agent_approval_requester_status", "requested_by", "status"),
+)
+
+token_usage = sa.Table(
+    "agent_token_usage",
+    metadata,
+    sa.Column("id", _Id, primary_key=True),
+    sa.Column("thread_id", _Id, sa.ForeignKey("agent_thread.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("run_id", _Id),
+    sa.Column("message_id", _Id),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("tenant_ref", _Ref),
+    sa.Column("model_id", sa.String(255), nullable=False),
+    sa.Column("purpose", sa.String(64), nullable=False),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
+    sa.Column("cache_write_tokens", sa.BigInteger),
+    sa.Column("cache_read_tokens", sa.BigInteger),
+    sa.Column("cost_usd", sa.Float),
+    sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_token_usage_actor_created", "actor_ref", "created_at"),
+    sa.Index("ix_agent_token_usage_created", "created_at"),
+    sa.Index("ix_agent_token_usage_run", "run_id"),
+    sa.Index("ix_agent_token_usage_thread", "thread_id"),
+)
+
+model_pricing = sa.Table(
+    "agent_model_pricing",
+    metadata,
+    sa.Column("id", _Id, primary_key=True),
+    sa.Column("model_id", sa.String(255), nullable=False),
+    sa.Column("input_price_per_1m", sa.Float, nullable=False),
+    sa.Column("output_price_per_1m", sa.Float, nullable=False),
+    sa.Column("cache_write_price_per_1m", sa.Float),
+    sa.Column("cache_read_price_per_1m", sa.Float),
+    sa.Column("effective_from", UtcMicros, nullable=False),
+    sa.Column("is_current", sa.Boolean, nullable=False),
+    # Exactly one current row per model (PRICE-01), enforced by the database, not only by the code.
+    sa.Index(
+        "uq_agent_model_pricing_current",
+        "model_id",
+        unique=True,
+        sqlite_where=sa.text("is_current"),
+        postgresql_where=sa.text("is_current"),
+    ),
+    sa.Index("ix_agent_model_pricing_model", "model_id", "effective_from"),
+)
+
+run = sa.Table(
+    "agent_run",
+    metadata,
+    sa.Column("id", _Id, primary_key=True),
+    sa.Column("thread_id", _Id, sa.ForeignKey("agent_thread.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("parent_run_id", _Id),
+    sa.Column("agent_name", sa.String(255)),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("tenant_ref", _Ref),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("started_at", UtcMicros, nullable=False),
+    sa.Column("finished_at", UtcMicros),
+    sa.Column("step_count", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("cost_usd", sa.Float),
+    sa.Column("error", sa.Text),
+    sa.Column("durable", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Index("ix_agent_run_started", "started_at", "id"),
+    sa.Index("ix_agent_run_actor_started", "actor_ref", "started_at"),
+    sa.Index("ix_agent_run_status_started", "status", "started_at"),
+    sa.Index("ix_agent_run_agent_started", "agent_name", "started_at"),
+    sa.Index("ix_agent_run_thread", "thread_id", "started_at"),
+)
+
+budget_counter = sa.Table(
+    "agent_budget_counter",
+    metadata,
+    sa.Column("scope", sa.String(16), primary_key=True),
+    sa.Column("key", _Ref, primary_key=True),
+    sa.Column("period", sa.String(16), primary_key=True),
+    sa.Column("used_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("used_usd", sa.Float, nullable=False, server_default="0"),
+    sa.Column("reserved_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("reserved_usd", sa.Float, nullable=False, server_default="0"),
+)
+
+budget_reservation = sa.Table(
+    "agent_budget_reservation",
+    metadata,
+    sa.Column("id", sa.String(255), primary_key=True),
+    sa.Column("scopes", sa.JSON, nullable=False),
+    sa.Column("period", sa.String(16), nullable=False),
+    sa.Column("tokens", sa.BigInteger, nullable=False),
+    sa.Column("usd", sa.Float, nullable=False),
+    sa.Column("created_at", UtcMicros, nullable=False),
+)
+
+AGENT_TABLES: tuple[sa.Table, ...] = tuple(metadata.sorted_tables)
+"""Every table of the schema, parents first."""
