@@ -50,6 +50,9 @@ class MemoryAgentStore:
         self._messages: dict[str, list[MessageRecord]] = {}  # thread id -> messages in creation order
         self._tool_calls: dict[ToolCallKey, ToolCallRecord] = {}
         self._tool_call_seq: dict[ToolCallKey, int] = {}  # insertion order breaks created_at ties
+        # Per-thread / per-run key lists keep history loads O(thread) instead of O(store).
+        self._tool_calls_by_thread: dict[str, list[ToolCallKey]] = {}
+        self._tool_calls_by_run: dict[str, list[ToolCallKey]] = {}
         self._approvals: dict[ToolCallKey, ApprovalRecord] = {}
         self._usage: list[UsageRecord] = []
         self._runs: dict[str, RunRecord] = {}
@@ -171,8 +174,10 @@ class MemoryAgentStore:
         removed = {m.id for m in messages[cut:]}
         del messages[cut:]
         for key in [k for k, tc in self._tool_calls.items() if tc.message_id in removed]:
-            del self._tool_calls[key]
+            record = self._tool_calls.pop(key)
             del self._tool_call_seq[key]
+            self._tool_calls_by_thread[record.thread_id].remove(key)
+            self._tool_calls_by_run[record.run_id].remove(key)
 
     async def set_title(self, thread_id: str, title: str) -> None:
         """Rename the thread; unknown ids are ignored."""
@@ -238,6 +243,8 @@ class MemoryAgentStore:
         self._seq += 1
         self._tool_calls[key] = copy.copy(record)
         self._tool_call_seq[key] = self._seq
+        self._tool_calls_by_thread.setdefault(record.thread_id, []).append(key)
+        self._tool_calls_by_run.setdefault(record.run_id, []).append(key)
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
         """Apply the set fields of `patch`; status executed|failed also stamps `executed_at` (STORE-19).
@@ -260,10 +267,17 @@ class MemoryAgentStore:
 
     async def list_tool_calls(self, *, thread_id: str | None = None, run_id: str | None = None) -> list[ToolCallRecord]:
         """Tool calls matching every given filter, in creation order (created_at, then insertion)."""
+        if run_id is not None:
+            candidates = self._tool_calls_by_run.get(run_id, [])
+        elif thread_id is not None:
+            candidates = self._tool_calls_by_thread.get(thread_id, [])
+        else:
+            candidates = list(self._tool_calls)
         keys = [
             k
-            for k, tc in self._tool_calls.items()
-            if (thread_id is None or tc.thread_id == thread_id) and (run_id is None or tc.run_id == run_id)
+            for k in candidates
+            if (thread_id is None or self._tool_calls[k].thread_id == thread_id)
+            and (run_id is None or self._tool_calls[k].run_id == run_id)
         ]
         keys.sort(key=lambda k: (self._tool_calls[k].created_at, self._tool_call_seq[k]))
         return [copy.copy(self._tool_calls[k]) for k in keys]
