@@ -71,3 +71,42 @@ async def redis_prefix() -> AsyncIterator[str]:
             await client.delete(*keys)
     finally:
         await client.aclose()
+
+
+# --- REFERENCE catalogue coverage ------------------------------------------------------------------
+# Tests tag the catalogue ids they cover with @pytest.mark.ref("HTTP-05", …). At the end of a run we
+# print how many ids are covered and write the uncovered ones to test-artifacts/reference-coverage.txt.
+
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+_REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "spec" / "REFERENCE.md"
+_ID_LINE = re.compile(r"^- ([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[A-Z]?\d+)\b")
+_covered_ids: set[str] = set()
+
+
+def reference_ids(path: Path = _REFERENCE) -> list[str]:
+    """Every catalogue id defined in REFERENCE.md (lines that start with `- ID`)."""
+    if not path.exists():
+        return []
+    return [m.group(1) for line in path.read_text().splitlines() if (m := _ID_LINE.match(line))]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for mark in item.iter_markers("ref"):
+            _covered_ids.update(str(a) for a in mark.args)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    ids = reference_ids()
+    if not ids:
+        return
+    uncovered = [i for i in ids if i not in _covered_ids]
+    out = Path("test-artifacts")
+    out.mkdir(exist_ok=True)
+    (out / "reference-coverage.txt").write_text("\n".join(uncovered) + "\n")
+    terminalreporter.write_line(
+        f"REFERENCE catalogue: {len(ids) - len(uncovered)} of {len(ids)} ids tagged by the tests collected; "
+        f"uncovered ids in test-artifacts/reference-coverage.txt"
+    )
