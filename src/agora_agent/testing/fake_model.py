@@ -13,7 +13,7 @@ from agora_agent.models.base import TextCallback
 __all__ = ["FakeModel", "ScriptedTurn", "ToolCallRequest", "echo_script", "sequence_script"]
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallRequest:
     """A tool call the script asks for; `id` defaults to `call-<turn>-<name>` (suffixed when repeated)."""
 
