@@ -1,0 +1,313 @@
+"""Wire models of the HTTP API: request bodies and responses, camelCase on the wire (REFERENCE §2).
+
+Field names are exactly the reference's (`runId`, `threadId`, `toolCallId`, `usedTokens`,
+`inputPricePer1m`, …) so the reference's browser client and dashboard work unchanged. Python code
+builds them with snake_case names (`populate_by_name`) and serialises with `by_alias=True`
+(FastAPI does that for `response_model`).
+
+Request bodies ignore unknown keys (forward compatibility with newer clients) but reject wrong types
+and empty values with a 422 that lists every field error.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from agora_agent.messages import Attachment
+from agora_agent.stores.base import ApprovalRecord, MessageRecord, ThreadRecord, ThreadSummary, ToolCallRecord
+
+__all__ = [
+    "AbortedResponse",
+    "ApprovalDecisionResponse",
+    "ApproveRequest",
+    "AttachmentWire",
+    "ChatRequest",
+    "ErrorBody",
+    "MessageOut",
+    "MessageToolCallOut",
+    "OkResponse",
+    "PersonaOut",
+    "PriceOut",
+    "PriceUpsertRequest",
+    "QuotaTodayOut",
+    "RejectRequest",
+    "ThreadDetailOut",
+    "ThreadSummaryOut",
+    "ToolCallOut",
+    "WireModel",
+    "wire_name",
+]
+
+
+def wire_name(name: str) -> str:
+    """snake_case -> the reference's camelCase: `tool_call_id` -> `toolCallId`, `input_price_per_1m` ->
+    `inputPricePer1m` (pydantic's `to_camel` would capitalise the unit: `Per1M`)."""
+    return to_camel(name).replace("Per1M", "Per1m")
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: camelCase aliases, snake_case accepted in Python, unknown keys ignored."""
+
+    model_config = ConfigDict(alias_generator=wire_name, populate_by_name=True, extra="ignore")
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+class AttachmentWire(WireModel):
+    """A staged file (ATT-01): `{mediaId, url, contentType, name}`."""
+
+    media_id: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+    content_type: str = Field(min_length=1)
+    name: str
+
+    def to_attachment(self) -> Attachment:
+        return Attachment(media_id=self.media_id, url=self.url, content_type=self.content_type, name=self.name)
+
+    @classmethod
+    def of(cls, attachment: Attachment) -> AttachmentWire:
+        return cls(
+            media_id=attachment.media_id,
+            url=attachment.url,
+            content_type=attachment.content_type,
+            name=attachment.name,
+        )
+
+
+class ChatRequest(WireModel):
+    """`POST /chat` (HTTP-01). An unknown `agent` is a 404, an unknown `persona` a 422."""
+
+    message: str = Field(min_length=1, max_length=200_000, description="The user's message (not blank).")
+    thread_id: str | None = Field(default=None, min_length=1, description="Continue this thread (yours).")
+    agent: str | None = Field(default=None, min_length=1, description="A named agent; default agent when absent.")
+    persona: str | None = Field(default=None, min_length=1, description="A persona id of the agent.")
+    page_context: dict[str, Any] | None = Field(default=None, description="What the user is looking at.")
+    attachments: list[AttachmentWire] | None = Field(default=None, max_length=32)
+
+    _check_message = field_validator("message")(_not_blank)
+
+
+class ApproveRequest(WireModel):
+    """`POST /tool-call/approve` (HTTP-05)."""
+
+    run_id: str = Field(min_length=1)
+    tool_call_id: str = Field(min_length=1)
+
+
+class RejectRequest(ApproveRequest):
+    """`POST /tool-call/reject` (HTTP-06); `reason` is fed back to the model."""
+
+    reason: str | None = Field(default=None, max_length=4000)
+
+
+class PriceUpsertRequest(WireModel):
+    """`POST /governance/pricing` (HTTP-29): USD per million tokens; cache rates optional."""
+
+    model_id: str = Field(min_length=1, max_length=300)
+    input_price_per_1m: float = Field(ge=0, allow_inf_nan=False)
+    output_price_per_1m: float = Field(ge=0, allow_inf_nan=False)
+    cache_write_price_per_1m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cache_read_price_per_1m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+    _check_model = field_validator("model_id")(_not_blank)
+
+
+# -- responses --------------------------------------------------------------------------------
+
+
+class ErrorBody(WireModel):
+    """Every error: `{"error": "<message>"}`, plus `detail` where it helps (field errors, a standing decision)."""
+
+    error: str
+    detail: Any = None
+
+
+class OkResponse(WireModel):
+    """`{"ok": true}`."""
+
+    ok: Literal[True] = True
+
+
+class AbortedResponse(WireModel):
+    """`POST /chat/{runId}/cancel`: `aborted` is always true (HTTP-04); `cancelled` tells whether this call
+    ended the run (false when it had already finished)."""
+
+    aborted: Literal[True] = True
+    cancelled: bool
+
+
+class ApprovalDecisionResponse(WireModel):
+    """An approve/reject that took effect: `{"ok": true}` (HTTP-05) plus the recorded decision."""
+
+    ok: Literal[True] = True
+    run_id: str
+    tool_call_id: str
+    status: str
+    decided_by: str | None
+    decided_at: datetime | None
+
+    @classmethod
+    def of(cls, record: ApprovalRecord) -> ApprovalDecisionResponse:
+        return cls(
+            run_id=record.run_id,
+            tool_call_id=record.tool_call_id,
+            status=record.status,
+            decided_by=record.decided_by,
+            decided_at=record.decided_at,
+        )
+
+
+class PersonaOut(WireModel):
+    """HTTP-08: `{id, label}`."""
+
+    id: str
+    label: str
+
+
+class MessageToolCallOut(WireModel):
+    """A tool call as the model asked for it, on an assistant message."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class MessageOut(WireModel):
+    """A message of a thread; absent optional fields are omitted (STORE-18)."""
+
+    id: str
+    role: str
+    content: str
+    tool_calls: list[MessageToolCallOut] | None = None
+    attachments: list[AttachmentWire] | None = None
+    usage: dict[str, Any] | None = None
+    persona: str | None = None
+    run_id: str | None = None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, m: MessageRecord) -> MessageOut:
+        return cls(
+            id=m.id,
+            role=m.role,
+            content=m.content,
+            tool_calls=[MessageToolCallOut(id=c.id, name=c.name, input=c.input) for c in m.tool_calls]
+            if m.tool_calls
+            else None,
+            attachments=[AttachmentWire.of(a) for a in m.attachments] if m.attachments else None,
+            usage=m.usage,
+            persona=m.persona,
+            run_id=m.run_id,
+            created_at=m.created_at,
+        )
+
+
+class ToolCallOut(WireModel):
+    """A tool call's audit row as the thread's owner sees it (status, result, who decided)."""
+
+    tool_call_id: str
+    run_id: str
+    message_id: str | None
+    tool_name: str
+    tool_type: str
+    status: str
+    input: Any = None
+    output: Any = None
+    error: str | None = None
+    decided_by: str | None = None
+    execution_ms: int | None = None
+    created_at: datetime
+    executed_at: datetime | None = None
+
+    @classmethod
+    def of(cls, t: ToolCallRecord) -> ToolCallOut:
+        return cls(
+            tool_call_id=t.id,
+            run_id=t.run_id,
+            message_id=t.message_id,
+            tool_name=t.tool_name,
+            tool_type=t.tool_type,
+            status=t.status,
+            input=t.input,
+            output=t.output,
+            error=t.error,
+            decided_by=t.decided_by,
+            execution_ms=t.execution_ms,
+            created_at=t.created_at,
+            executed_at=t.executed_at,
+        )
+
+
+class ThreadSummaryOut(WireModel):
+    """HTTP-07/11: `{id, title, persona, transient, createdAt, updatedAt, pinnedAt?, lastMessagePreview?,
+    activeStreamId?}`."""
+
+    id: str
+    title: str
+    persona: str
+    transient: bool
+    created_at: datetime
+    updated_at: datetime
+    pinned_at: datetime | None = None
+    last_message_preview: str | None = None
+    active_stream_id: str | None = None
+
+    @classmethod
+    def of(cls, thread: ThreadRecord, preview: str | None = None) -> ThreadSummaryOut:
+        return cls(**_thread_fields(thread), last_message_preview=preview)
+
+    @classmethod
+    def of_summary(cls, summary: ThreadSummary) -> ThreadSummaryOut:
+        return cls.of(summary.thread, summary.last_message_preview)
+
+
+class ThreadDetailOut(ThreadSummaryOut):
+    """HTTP-09: the summary plus `messages[]` (oldest first) and the thread's `toolCalls[]` audit rows."""
+
+    messages: list[MessageOut]
+    tool_calls: list[ToolCallOut] = Field(default_factory=list)
+
+
+def _thread_fields(t: ThreadRecord) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "title": t.title,
+        "persona": t.persona,
+        "transient": t.transient,
+        "created_at": t.created_at,
+        "updated_at": t.updated_at,
+        "pinned_at": t.pinned_at,
+        "active_stream_id": t.active_stream_id,
+    }
+
+
+class QuotaTodayOut(WireModel):
+    """HTTP-12: `{usedTokens}` for the caller's UTC day, plus the limits when a budget applies."""
+
+    day: str
+    used_tokens: int
+    limit_tokens: int | None = None
+    used_usd: float | None = None
+    limit_usd: float | None = None
+
+
+class PriceOut(WireModel):
+    """HTTP-28 `CurrentModelPrice`: cache rates omitted when unset (PRICE-02)."""
+
+    model_id: str
+    input_price_per_1m: float
+    output_price_per_1m: float
+    cache_write_price_per_1m: float | None = None
+    cache_read_price_per_1m: float | None = None
+    effective_from: datetime | None = None

@@ -1,0 +1,130 @@
+"""Frames <-> Server-Sent Events, byte-compatible with the reference envelope (REFERENCE SSE-01..08).
+
+One SSE event per frame, `\\n` line endings, compact JSON (`JSON.stringify` spacing, non-ASCII kept):
+
+    event: meta\\ndata: {"runId":"r1","threadId":"t1"}\\n\\n          first; no id (see below)
+    id: 1\\ndata: {"delta":"Hel"}\\n\\n                               TextFrame (unnamed, as the reference)
+    id: 2\\nevent: component\\ndata: {"name":"table","data":{…}}\\n\\n  ComponentFrame
+    id: 3\\nevent: tool\\ndata: {"toolCallId":…,"status":"pending_approval",…}\\n\\n
+    id: 4\\nevent: agent\\ndata: {"agent":"researcher","text":"…"}\\n\\n
+    id: 5\\nevent: error\\ndata: {"message":"…","code":null,"delta":"\\n[error] …"}\\n\\n
+    event: done\\ndata: {}\\n\\n                                     last
+
+Clients decode with `agora_agent.client.frames.decode_frame`. The only bytes added to the
+reference's frames are the leading `id:` lines. Decisions:
+
+- `id` = the sink's `StreamEvent.id` (1, 2, 3 …). `meta` and `done` are not stream events and carry
+  no id, so a browser's `lastEventId` is never reset by them: re-attaching with `Last-Event-ID: N`
+  resumes after frame N, and a client that saw only `meta` re-attaches from the start.
+- `agent` frames carry the sub-agent's text in `text`, not `delta`: the reference client treats any
+  named event with a string `delta` as main-thread text (CLIENT-08), and sub-agent text must not be.
+- `error` frames DO carry `delta` = `"\\n[error] <message>"`, which is exactly what the reference
+  writes for a failed run (SSE-06), so text-only clients still show the error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+from sse_starlette import EventSourceResponse
+
+from agora_agent.streaming.frames import (
+    AgentFrame,
+    ComponentFrame,
+    ErrorFrame,
+    Frame,
+    StreamEvent,
+    TextFrame,
+    ToolFrame,
+)
+
+__all__ = [
+    "DONE",
+    "SSE_HEADERS",
+    "encode_done",
+    "encode_event",
+    "encode_frame",
+    "encode_meta",
+    "event_source_response",
+    "frame_payload",
+]
+
+SSE_HEADERS: Mapping[str, str] = {
+    "Cache-Control": "no-cache, no-transform",
+    "Connection": "keep-alive",
+    "X-Accel-Buffering": "no",
+}
+"""SSE-01 response headers (sse-starlette adds `Connection` and `X-Accel-Buffering` itself too)."""
+
+DONE = b"event: done\ndata: {}\n\n"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=to_jsonable_python)
+
+
+def frame_payload(frame: Frame) -> tuple[str | None, dict[str, Any]]:
+    """The SSE event name (None = unnamed) and JSON payload of a frame."""
+    if isinstance(frame, TextFrame):
+        return None, {"delta": frame.delta}
+    if isinstance(frame, ComponentFrame):
+        return "component", {"name": frame.name, "data": frame.data}
+    if isinstance(frame, ToolFrame):
+        return "tool", {
+            "toolCallId": frame.tool_call_id,
+            "name": frame.name,
+            "kind": frame.kind,
+            "status": frame.status,
+            "input": frame.input,
+            "output": frame.output,
+            "error": frame.error,
+            "agent": frame.agent,
+        }
+    if isinstance(frame, AgentFrame):
+        return "agent", {"agent": frame.agent, "text": frame.delta}
+    if isinstance(frame, ErrorFrame):
+        return "error", {"message": frame.message, "code": frame.code, "delta": f"\n[error] {frame.message}"}
+    raise TypeError(f"not a stream frame: {type(frame).__name__}")
+
+
+def encode_frame(frame: Frame, event_id: int | None = None) -> bytes:
+    """One frame as SSE bytes, with an `id:` line when `event_id` is given."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    if isinstance(frame, TextFrame):  # the hot path: one format call, no dict
+        return f'{head}data: {{"delta":{_json(frame.delta)}}}\n\n'.encode()
+    name, payload = frame_payload(frame)
+    if name is not None:
+        head += f"event: {name}\n"
+    return f"{head}data: {_json(payload)}\n\n".encode()
+
+
+def encode_event(event: StreamEvent) -> bytes:
+    """A sink `StreamEvent` as SSE bytes; its id becomes the SSE `id:`."""
+    return encode_frame(event.frame, event.id)
+
+
+def encode_meta(run_id: str, thread_id: str | None = None) -> bytes:
+    """SSE-02: `event: meta` with `{"runId", "threadId"}`; threadId omitted when None (re-attach)."""
+    payload: dict[str, str] = {"runId": run_id}
+    if thread_id is not None:
+        payload["threadId"] = thread_id
+    return f"event: meta\ndata: {_json(payload)}\n\n".encode()
+
+
+def encode_done() -> bytes:
+    """SSE-05: `event: done` with `{}`."""
+    return DONE
+
+
+def event_source_response(
+    body: AsyncIterator[bytes], *, headers: Mapping[str, str] | None = None, ping_seconds: float = 15
+) -> EventSourceResponse:
+    """An sse-starlette response with the SSE-01 headers, `\\n` separators and keep-alive comments.
+
+    `body` yields already-encoded events. The response never cancels the run: closing it (client
+    disconnect) only ends this subscription.
+    """
+    return EventSourceResponse(body, headers={**SSE_HEADERS, **(headers or {})}, ping=ping_seconds, sep="\n")
