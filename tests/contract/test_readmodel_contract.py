@@ -692,3 +692,97 @@ async def test_thread_detail_of_soft_deleted_unpriced_empty_and_unknown(world: W
     assert empty is not None and (empty.runs, empty.messages) == ([], [])
     assert_rows(empty.usage, {"total_tokens": 0, "cost_usd": None, "run_count": 0, "message_count": 0})
     assert await world.queries.thread_detail("no-such-thread") is None
+
+
+# -- limits and caps --
+
+
+@pytest.fixture
+async def bare(readmodel_name: str, request: pytest.FixtureRequest) -> AsyncIterator[World]:
+    """An empty store with its read-model (for volume tests)."""
+    async with open_store(readmodel_name, request) as store:
+        pricing = pricing_for(readmodel_name, store)
+        yield World(store=store, pricing=pricing, queries=READMODEL_FACTORIES[readmodel_name](store, pricing), name="")
+
+
+@pytest.mark.slow
+@pytest.mark.ref("GQ-11")
+async def test_thread_detail_caps_runs_at_20_and_messages_at_50_newest_first(bare: World) -> None:
+    thread = await bare.store.create_thread(actor_ref="alice")
+    for i in range(22):
+        started = at(D1, 0) + i * timedelta(minutes=1)
+        await bare.store.record_run_start(
+            RunRecord(id=f"run-{i:02d}", thread_id=thread.id, actor_ref="alice", started_at=started)
+        )
+    for i in range(55):
+        await bare.store.append_message(thread_id=thread.id, role="user", content=f"m{i}")
+    detail = await bare.queries.thread_detail(thread.id)
+    assert detail is not None
+    assert [r.id for r in detail.runs] == [f"run-{i:02d}" for i in range(21, 1, -1)]
+    assert [m.content for m in detail.messages] == [f"m{i}" for i in range(54, 4, -1)]
+    assert (detail.usage.run_count, detail.usage.message_count) == (22, 55)
+
+
+@pytest.mark.slow
+@pytest.mark.ref("GQ-06", "HTTP-16")
+async def test_limits_clamp_to_200(bare: World) -> None:
+    thread = await bare.store.create_thread(actor_ref="alice")
+    for i in range(201):
+        started = at(D1, 0) + i * timedelta(seconds=1)
+        await bare.store.record_run_start(
+            RunRecord(id=f"run-{i:03d}", thread_id=thread.id, actor_ref="alice", started_at=started)
+        )
+    page = await bare.queries.list_runs(RunQuery(limit=1000))
+    assert len(page.runs) == 200 and page.next_cursor == "200"
+    assert page.runs[0].id == "run-200"
+    rest = await bare.queries.list_runs(RunQuery(limit=1000, cursor=page.next_cursor))
+    assert [r.id for r in rest.runs] == ["run-000"] and rest.next_cursor is None
+    default = await bare.queries.list_runs(RunQuery(limit=0))
+    assert len(default.runs) == 50 and default.next_cursor == "50"
+    bad = await bare.queries.list_runs(RunQuery(limit=2, cursor="not-a-number"))
+    assert [r.id for r in bad.runs] == ["run-200", "run-199"]
+
+
+# -- wire shape --
+
+
+@pytest.mark.ref("GQ-01", "GQ-06", "GQ-10", "GQ-11")
+def test_rows_serialise_to_the_reference_camel_case_names() -> None:
+    from agora_agent.governance import readmodel as rm
+
+    def keys(model: type[Any]) -> set[str]:
+        return {f.alias or name for name, f in model.model_fields.items()}
+
+    assert keys(rm.ModelSpendRow) == {"modelId", "requests", "inputTokens", "outputTokens", "costUsd"}
+    assert keys(rm.ActorSpendRow) == {"actorRef", "requests", "totalTokens", "costUsd"}
+    assert keys(rm.UsageTrendPoint) == {"day", "totalTokens", "costUsd"}
+    assert keys(rm.ToolCallActivityRow) == {"toolCallId", "toolName", "toolType", "status", "threadId", "createdAt"}
+    assert keys(rm.ThreadActivityRow) == {
+        "threadId",
+        "title",
+        "actorRef",
+        "messageCount",
+        "totalTokens",
+        "lastActivityAt",
+    }
+    assert keys(rm.RunPage) == {"runs", "nextCursor"}
+    assert keys(rm.RunDetail) == {"run", "messages", "toolCalls", "approvals", "usage"}
+    assert keys(rm.PendingApprovalRow) == {
+        "toolCallId",
+        "toolName",
+        "input",
+        "threadId",
+        "runId",
+        "actorRef",
+        "requestedAt",
+    }
+    assert keys(rm.PerToolStatRow) == {"toolName", "toolType", "calls", "failed", "rejected", "avgDurationMs"}
+    assert keys(rm.AgentReliabilityRow) == {"agentName", "runs", "failed", "successRate"}
+    assert keys(rm.ReliabilityTrendPoint) == {"day", "runs", "failed"}
+    assert {"successRate", "failureRate", "cancelRate", "avgDurationMs", "byAgent", "trend"} <= keys(rm.RunReliability)
+    assert keys(rm.ThreadUsage) == {"totalTokens", "costUsd", "runCount", "messageCount"}
+    assert {"threadId", "deleted", "usage", "runs", "messages", "createdAt", "updatedAt"} <= keys(
+        rm.GovernanceThreadDetail
+    )
+    point = rm.UsageTrendPoint(day=D1, total_tokens=3, cost_usd=0.5)
+    assert point.model_dump(mode="json", by_alias=True) == {"day": "2024-03-01", "totalTokens": 3, "costUsd": 0.5}
