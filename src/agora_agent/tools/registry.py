@@ -24,7 +24,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -137,14 +137,23 @@ class _Entry:
         return self.definition
 
 
+def _pending(value: Any) -> TypeGuard[Awaitable[Any]]:
+    """`inspect.isawaitable`, with a fast exit for the usual plain answers (the ABC check dominates offer's cost)."""
+    kind = type(value)
+    if kind is bool or value is None or kind is ToolAvailability:
+        return False
+    return inspect.isawaitable(value)
+
+
 def _refusing(what: str, spec: ToolSpec, value: T | Awaitable[T], refusal: T) -> T | Awaitable[T]:
     """Wrap an awaitable verdict so that raising becomes `refusal` (fail closed) and is logged."""
-    if not inspect.isawaitable(value):
+    if not _pending(value):
         return value
+    verdict: Awaitable[T] = value
 
     async def settle() -> T:
         try:
-            return await value
+            return await verdict
         except Exception:
             logger.exception('%s of tool "%s" raised; treating it as a refusal', what, spec.name)
             return refusal
@@ -163,7 +172,7 @@ def _ask(what: str, spec: ToolSpec, fn: Callable[..., Any], *args: Any, refusal:
 
 async def _settle_all(values: list[Any]) -> list[Any]:
     """Resolve a batch of verdicts: sync ones as they are, awaitable ones concurrently."""
-    pending = [i for i, v in enumerate(values) if inspect.isawaitable(v)]
+    pending = [i for i, v in enumerate(values) if _pending(v)]
     if pending:
         for i, result in zip(pending, await asyncio.gather(*(values[i] for i in pending)), strict=True):
             values[i] = result
@@ -375,4 +384,4 @@ def _as_set(allow_list: Collection[str] | None) -> Collection[str] | None:
 
 
 async def _resolve(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+    return await value if _pending(value) else value
