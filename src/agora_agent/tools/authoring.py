@@ -16,20 +16,19 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import types
-import typing
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, ClassVar, Literal, overload
 
 import anyio.to_thread
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError
 from agora_agent.tools.context import ToolContext
+from agora_agent.tools.signature import call_shape, qualname
 from agora_agent.tools.spec import CanUse, Describe, DescribeContext, EnabledFlag, ToolAvailability, ToolSpec
 
 __all__ = ["ActionTool", "AuthoredKind", "BaseTool", "FunctionTool", "ReadTool", "define_tool", "tool"]
@@ -106,81 +105,6 @@ def build_spec(
     )
 
 
-def _qualname(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
-
-
-def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
-
-
-def _is_ctx(annotation: Any) -> bool:
-    """`ToolContext`, a subclass, `Annotated[ToolContext, ...]` or `ToolContext | None`."""
-    origin = typing.get_origin(annotation)
-    if origin is typing.Annotated:
-        return _is_ctx(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return any(_is_ctx(a) for a in typing.get_args(annotation))
-    return origin is None and isinstance(annotation, type) and issubclass(annotation, ToolContext)
-
-
-@dataclass(frozen=True, slots=True)
-class _CallShape:
-    """How to turn a validated input model (and the ctx) back into the function's arguments."""
-
-    input_model: type[BaseModel]
-    model_param: str | None  # the single BaseModel parameter, passed whole
-    fields: tuple[str, ...]  # plain parameters, passed as keywords
-    ctx_param: str | None
-
-    def kwargs(self, input: BaseModel, ctx: ToolContext) -> dict[str, Any]:
-        if self.model_param is not None:
-            kw: dict[str, Any] = {self.model_param: input}
-        else:
-            # getattr keeps nested models as models; model_dump would flatten them to dicts.
-            kw = {f: getattr(input, f) for f in self.fields}
-        if self.ctx_param is not None:
-            kw[self.ctx_param] = ctx
-        return kw
-
-
-def _pascal(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\-]+", name) if part) or "Tool"
-
-
-def _call_shape(fn: Callable[..., Any], tool_name: str) -> _CallShape:
-    owner = _qualname(fn)
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception as exc:  # NameError for a forward reference that does not resolve, mostly
-        raise ConfigurationError(f"cannot read the type hints of tool function {owner}: {exc}") from exc
-    params = list(inspect.signature(fn).parameters.values())
-    ctx_param: str | None = None
-    plain: list[inspect.Parameter] = []
-    for p in params:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-            raise ConfigurationError(
-                f"tool function {owner} has parameter {p.name!r} of kind {p.kind.description}: "
-                "tool inputs are named, so use ordinary or keyword-only parameters"
-            )
-        annotation = hints.get(p.name, Any)
-        if _is_ctx(annotation):
-            ctx_param = p.name
-        else:
-            plain.append(p)
-    if len(plain) == 1 and _is_model(hints.get(plain[0].name)):
-        return _CallShape(hints[plain[0].name], plain[0].name, (), ctx_param)
-    definitions: dict[str, Any] = {}
-    for p in plain:
-        default = ... if p.default is inspect.Parameter.empty else p.default
-        definitions[p.name] = (hints.get(p.name, Any), default)
-    try:
-        model = create_model(f"{_pascal(tool_name)}Input", __module__=fn.__module__, **definitions)
-    except Exception as exc:
-        raise ConfigurationError(f"cannot build the input model of tool function {owner}: {exc}") from exc
-    return _CallShape(model, None, tuple(definitions), ctx_param)
-
-
 async def _run(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     """Await an async callable; run a sync one in a worker thread so it never blocks the event loop."""
     if inspect.iscoroutinefunction(fn):
@@ -199,7 +123,7 @@ class FunctionTool:
 
     def __init__(self, spec: ToolSpec, fn: Callable[..., Any], invoke: Callable[[BaseModel, ToolContext], Any]) -> None:
         self.spec = spec
-        self.origin = _qualname(fn)
+        self.origin = qualname(fn)
         self._fn = fn
         self._invoke = invoke
         functools.update_wrapper(self, fn)  # copies __name__/__doc__ so the object reads like the function
@@ -232,9 +156,9 @@ def _function_tool(
     if not callable(fn):
         raise ConfigurationError(f"@tool decorates a function, got {fn!r}")
     tool_name = name or str(getattr(fn, "__name__", ""))
-    shape = _call_shape(fn, tool_name)
+    shape = call_shape(fn, tool_name)
     spec = build_spec(
-        owner=_qualname(fn),
+        owner=qualname(fn),
         name=tool_name,
         description=description or inspect.getdoc(fn),
         kind=kind,
@@ -400,7 +324,7 @@ class BaseTool(ABC):
     @classmethod
     def tool_spec(cls) -> ToolSpec:
         """The spec from class attributes alone, without building an instance (hooks not bound)."""
-        owner = _qualname(cls)
+        owner = qualname(cls)
         if inspect.isabstract(cls):
             raise ConfigurationError(f"tool class {owner} is abstract: implement `async def execute(self, input, ctx)`")
         doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else None
