@@ -95,7 +95,7 @@ def asgi() -> Callable[..., Any]:
 
 
 @asynccontextmanager
-async def serve(app: FastAPI) -> AsyncIterator[str]:
+async def serve(app: Any) -> AsyncIterator[str]:
     """Run `app` (lifespan included) on uvicorn at 127.0.0.1:<free port>; yields the base URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
