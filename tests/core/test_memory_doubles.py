@@ -87,3 +87,12 @@ async def test_memory_quota_reserve_settle_release() -> None:
     with pytest.raises(QuotaExceededError, match="tenant 't' is over the daily token budget of 150"):
         await quota.check(bob, day)  # bob's own budget is untouched, the tenant's is spent
     assert period_key(Budget(period="month"), "2026-11-30") == "2026-11"
+
+
+async def test_memory_sink_keeps_only_recent_ended_streams() -> None:
+    sink = MemoryTokenSink(keep_ended=2)
+    for run_id in ("a", "b", "c"):
+        writer = await sink.open(run_id)
+        await writer.write(TextFrame(delta=run_id))
+        await writer.end()
+    assert [await sink.has_stream(r) for r in ("a", "b", "c")] == [False, True, True]

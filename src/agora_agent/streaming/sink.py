@@ -11,7 +11,8 @@ Contract of a `TokenSink`:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -55,8 +56,9 @@ class _Buffer:
 
 
 class _MemoryWriter:
-    def __init__(self, buffer: _Buffer) -> None:
+    def __init__(self, buffer: _Buffer, on_end: Callable[[], None]) -> None:
         self._buffer = buffer
+        self._on_end = on_end
 
     async def write(self, frame: Frame) -> int:
         buf = self._buffer
@@ -71,13 +73,25 @@ class _MemoryWriter:
         if not self._buffer.ended:
             self._buffer.ended = True
             self._buffer.notify()
+            self._on_end()
 
 
 class MemoryTokenSink:
-    """In-process sink (the default): one buffer per run, single process only."""
+    """In-process sink (the default): one buffer per run, single process only.
 
-    def __init__(self) -> None:
+    Ended streams stay replayable until `keep_ended` newer runs have ended, so a long-lived server's
+    memory stays bounded; a run whose buffer was dropped replays nothing (its messages are stored).
+    """
+
+    def __init__(self, *, keep_ended: int = 1000) -> None:
         self._buffers: dict[str, _Buffer] = {}
+        self._ended: deque[str] = deque()
+        self._keep_ended = keep_ended
+
+    def _ended_one(self, run_id: str) -> None:
+        self._ended.append(run_id)
+        while len(self._ended) > self._keep_ended:
+            self._buffers.pop(self._ended.popleft(), None)
 
     def _buffer(self, run_id: str) -> _Buffer:
         buf = self._buffers.get(run_id)
@@ -86,7 +100,7 @@ class MemoryTokenSink:
         return buf
 
     async def open(self, run_id: str) -> SinkWriter:
-        return _MemoryWriter(self._buffer(run_id))
+        return _MemoryWriter(self._buffer(run_id), lambda: self._ended_one(run_id))
 
     async def has_stream(self, run_id: str) -> bool:
         return run_id in self._buffers
