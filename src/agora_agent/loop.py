@@ -17,6 +17,7 @@ Where DESIGN §3 decides differently from the reference, this loop follows DESIG
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ __all__ = [
     "run_agent_loop",
 ]
 
+logger = logging.getLogger("agora_agent.loop")
 T = TypeVar("T")
 Redactor = Callable[[str, dict[str, Any]], dict[str, Any]]
 
@@ -503,10 +505,16 @@ async def _execute(
     async def attempt() -> Any:
         return await deps.registry.execute(authorized, ctx)
 
+    def on_retry(attempt_no: int, error: BaseException) -> None:
+        # RETRY-06: each transient failure that will be retried is reported (never the final one).
+        logger.warning(
+            "tool.retry run=%s tool=%s call=%s attempt=%d: %s", run.run_id, call.name, call.id, attempt_no, error
+        )
+
     async def tool_step() -> dict[str, Any]:
         # Errors become data inside the step, so a durable replay memoizes failures too.
         try:
-            output = await run_with_retry(attempt, deps.retry)
+            output = await run_with_retry(attempt, deps.retry, on_retry=on_retry)
         except ToolError as exc:
             return {"error": str(exc)}
         except Exception as exc:

@@ -287,8 +287,10 @@ async def test_approver_roles_and_privilege(svc_factory: Any) -> None:
     assert row is not None and (row.status, row.decided_by) == ("executed", "mgr")
 
 
-@pytest.mark.ref("RETRY-01", "RETRY-02", "RETRY-03", "RETRY-05", "LATER-07", "TOOL-13")
-async def test_transient_failure_retried_with_the_same_idempotency_key(svc_factory: Any) -> None:
+@pytest.mark.ref("RETRY-01", "RETRY-02", "RETRY-03", "RETRY-05", "RETRY-06", "LATER-07", "TOOL-13")
+async def test_transient_failure_retried_with_the_same_idempotency_key(
+    svc_factory: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     keys: list[str | None] = []
 
     @tool
@@ -304,9 +306,13 @@ async def test_transient_failure_retried_with_the_same_idempotency_key(svc_facto
         tools=[flaky_write],
         tool_transient_retry=TransientRetry(attempts=2, backoff_ms=1),
     )
-    started = await service.chat(ALICE, "write")
-    await service.wait_for_run(started.run_id)
+    with caplog.at_level("WARNING", logger="agora_agent.loop"):
+        started = await service.chat(ALICE, "write")
+        await service.wait_for_run(started.run_id)
     assert keys == [f"{started.run_id}:call-0-flaky_write"] * 2
+    assert [r.getMessage() for r in caplog.records if "tool.retry" in r.getMessage()] == [
+        f"tool.retry run={started.run_id} tool=flaky_write call=call-0-flaky_write attempt=1: database is locked"
+    ]
     row = await service.store.get_tool_call(started.run_id, "call-0-flaky_write")
     assert row is not None and (row.status, row.output) == ("executed", "written")
 
