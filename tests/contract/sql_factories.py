@@ -1,12 +1,17 @@
-"""SQL implementations for the contract suites: SQLite on a temporary file, PostgreSQL on a fresh database.
+"""SQL implementations for the contract suites: SQLite on a temporary file, PostgreSQL on a clean database.
 
-The PostgreSQL factory creates (and drops) its own database rather than using the `postgres_url`
-fixture, because that fixture is synchronous (it calls `asyncio.run`) and cannot be requested from
-inside the async `store` fixture.
+PostgreSQL: `CREATE DATABASE` + `DROP DATABASE` cost ~1 s each on this machine, so the store factory
+uses one database per test process (schema created once, dropped at exit) and empties every table
+before each test. `fresh_postgres_database()` still gives a brand-new database for tests that need
+one (migrations). Neither uses the `postgres_url` fixture: it is synchronous (it calls `asyncio.run`)
+and cannot be requested from inside the async `store` fixture.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import os
 import tempfile
 import uuid
 from collections.abc import AsyncIterator
@@ -14,36 +19,59 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.readmodel import GovernanceQueries
 from agora_agent.stores.base import AgentStore
 from agora_agent.stores.sql import SqlAgentStore, SqlGovernanceQueries, SqlPricingStore, open_sql_backend
+from agora_agent.stores.sql.tables import AGENT_TABLES
 from tests.conftest import PG_HOST, PG_PORT, require_server
 
 __all__ = ["PRICING_FACTORIES", "READMODEL_FACTORIES", "SQL_STORE_FACTORIES", "fresh_postgres_database"]
+
+
+async def _admin(sql: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database="test")
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def _url(name: str) -> str:
+    return f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{name}"
 
 
 @asynccontextmanager
 async def fresh_postgres_database() -> AsyncIterator[str]:
     """A new, empty PostgreSQL database (asyncpg URL), dropped on exit."""
     require_server("PostgreSQL", PG_HOST, PG_PORT)
-    import asyncpg
-
     name = f"agora_t_{uuid.uuid4().hex[:12]}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user="postgres", database="test")
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    await admin(f'CREATE DATABASE "{name}"')
+    await _admin(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql+asyncpg://postgres@{PG_HOST}:{PG_PORT}/{name}"
+        yield _url(name)
     finally:
-        await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+_shared_url: str | None = None
+
+
+async def shared_postgres_url() -> str:
+    """This process's PostgreSQL database with the schema in place (created on first use, dropped at exit)."""
+    global _shared_url
+    require_server("PostgreSQL", PG_HOST, PG_PORT)
+    if _shared_url is None:
+        name = f"agora_shared_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        await _admin(f'CREATE DATABASE "{name}"')
+        atexit.register(lambda: asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')))
+        backend = await open_sql_backend(_url(name), auto_create_tables=True)
+        await backend.close()
+        _shared_url = _url(name)
+    return _shared_url
 
 
 @asynccontextmanager
@@ -58,12 +86,14 @@ async def sqlite_store(request: pytest.FixtureRequest) -> AsyncIterator[AgentSto
 
 @asynccontextmanager
 async def postgres_store(request: pytest.FixtureRequest) -> AsyncIterator[AgentStore]:
-    async with fresh_postgres_database() as url:
-        backend = await open_sql_backend(url, auto_create_tables=True)
-        try:
-            yield backend.store
-        finally:
-            await backend.close()
+    backend = await open_sql_backend(await shared_postgres_url())
+    try:
+        async with backend.engine.begin() as conn:
+            tables = ", ".join(t.name for t in AGENT_TABLES)
+            await conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        yield backend.store
+    finally:
+        await backend.close()
 
 
 def sql_readmodel(store: AgentStore, pricing: PricingStore | None) -> GovernanceQueries:

@@ -44,7 +44,16 @@ from agora_agent.governance.readmodel import (
     rate,
 )
 from agora_agent.messages import Usage
-from agora_agent.stores.sql.tables import MICROS_PER_DAY, message, run, thread, token_usage, tool_call
+from agora_agent.stores.sql.tables import (
+    MICROS_PER_DAY,
+    approval,
+    message,
+    run,
+    thread,
+    to_micros,
+    token_usage,
+    tool_call,
+)
 
 __all__ = ["SqlGovernanceQueries"]
 
@@ -56,6 +65,16 @@ THREAD_DETAIL_MESSAGES = 50
 
 def _day(index: int) -> date:
     return _EPOCH_DAY + timedelta(days=int(index))
+
+
+def _day_index(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """Days since the epoch of a microsecond timestamp: integer division on both backends."""
+    return sa.type_coerce(column, sa.BigInteger) // sa.literal(MICROS_PER_DAY, sa.BigInteger)
+
+
+def _millis(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """Epoch milliseconds (floor) of a microsecond timestamp."""
+    return sa.type_coerce(column, sa.BigInteger) // sa.literal(1000, sa.BigInteger)
 
 
 def _cost_columns() -> list[sa.ColumnElement[Any]]:
@@ -103,9 +122,10 @@ def _in_range(column: sa.ColumnElement[Any], from_day: date | None, to_day: date
 
 
 def _duration_ms(started: datetime, finished: datetime | None) -> int | None:
+    """Whole milliseconds: the difference of the two epoch-millisecond values (floor of each)."""
     if finished is None:
         return None
-    return int((finished - started) / timedelta(milliseconds=1))
+    return to_micros(finished) // 1000 - to_micros(started) // 1000
 
 
 def _run_summary(row: sa.RowMapping) -> RunSummaryRow:
@@ -211,7 +231,7 @@ class SqlGovernanceQueries:
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
         """GQ-03: one point per UTC day with usage, day asc."""
-        day = (_u.created_at // MICROS_PER_DAY).label("day_index")
+        day = _day_index(_u.created_at).label("day_index")
         rows, prices = await self._priced_groups([day], from_day, to_day)
         totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
         for r in rows:
@@ -333,24 +353,28 @@ class SqlGovernanceQueries:
     async def pending_approvals(
         self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
     ) -> list[PendingApprovalRow]:
-        """GQ-08: tool calls pending approval, oldest first; the actor is the run's, else the thread's, else ''."""
-        tc = tool_call.c
-        actor_ref = sa.func.coalesce(run.c.actor_ref, thread.c.actor_ref, "")
+        """GQ-08: pending approvals oldest first; the actor is the run's actor_ref, else the requester."""
+        a = approval.c
+        actor_ref = sa.func.coalesce(run.c.actor_ref, a.requested_by)
         stmt = (
-            sa.select(tool_call, actor_ref.label("resolved_actor"))
-            .select_from(tool_call.outerjoin(run, run.c.id == tc.run_id).outerjoin(thread, thread.c.id == tc.thread_id))
-            .where(tc.status == "pending_approval")
-            .order_by(tc.created_at, tc.seq)
+            sa.select(approval, actor_ref.label("resolved_actor"), tool_call.c.input)
+            .select_from(
+                approval.outerjoin(run, run.c.id == a.run_id).outerjoin(
+                    tool_call, sa.and_(tool_call.c.run_id == a.run_id, tool_call.c.id == a.tool_call_id)
+                )
+            )
+            .where(a.status == "pending")
+            .order_by(a.created_at, a.tool_call_id)
             .limit(clamp_limit(limit))
         )
         if actor is not None:
             stmt = stmt.where(actor_ref == actor)
         return [
             PendingApprovalRow(
-                tool_call_id=r["id"],
+                tool_call_id=r["tool_call_id"],
                 tool_name=r["tool_name"],
                 input=r["input"],
-                thread_id=r["thread_id"] or "",
+                thread_id=r["thread_id"],
                 run_id=r["run_id"],
                 actor_ref=r["resolved_actor"],
                 requested_at=r["created_at"],
@@ -392,7 +416,7 @@ class SqlGovernanceQueries:
         """GQ-10: on started_at. Rates are 0 without runs; durations average settled runs only."""
         r = run.c
         settled = r.finished_at.isnot(None) & (r.status != "running")
-        day = (r.started_at // MICROS_PER_DAY).label("day_index")
+        day = _day_index(r.started_at).label("day_index")
 
         def count_status(status: str) -> sa.ColumnElement[Any]:
             return sa.func.sum(sa.case((r.status == status, 1), else_=0))
@@ -406,7 +430,9 @@ class SqlGovernanceQueries:
                 count_status("failed").label("failed"),
                 count_status("cancelled").label("cancelled"),
                 count_status("running").label("running"),
-                sa.func.sum(sa.case((settled, r.finished_at - r.started_at), else_=0)).label("duration_us"),
+                sa.func.sum(sa.case((settled, _millis(r.finished_at) - _millis(r.started_at)), else_=0)).label(
+                    "duration_ms"
+                ),
                 sa.func.sum(sa.case((settled, 1), else_=0)).label("settled"),
             )
             .where(*_in_range(r.started_at, from_day, to_day))
@@ -417,7 +443,7 @@ class SqlGovernanceQueries:
         by_agent: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0])
         trend: dict[int, list[int]] = defaultdict(lambda: [0, 0])
         for row in rows:
-            for field in ("runs", "completed", "failed", "cancelled", "running", "duration_us", "settled"):
+            for field in ("runs", "completed", "failed", "cancelled", "running", "duration_ms", "settled"):
                 totals[field] += int(row[field] or 0)
             agent = by_agent[row["agent_name"]]
             agent[0] += int(row["runs"])
@@ -431,7 +457,7 @@ class SqlGovernanceQueries:
             AgentReliabilityRow(agent_name=name, runs=a[0], failed=a[1], success_rate=rate(a[2], a[0]))
             for name, a in by_agent.items()
         ]
-        agents.sort(key=lambda a: (-a.runs, a.agent_name is None, a.agent_name or ""))
+        agents.sort(key=lambda a: (-a.runs, a.agent_name is not None, a.agent_name or ""))
         return RunReliability(
             runs=runs,
             completed=totals["completed"],
@@ -441,7 +467,7 @@ class SqlGovernanceQueries:
             success_rate=rate(totals["completed"], runs),
             failure_rate=rate(totals["failed"], runs),
             cancel_rate=rate(totals["cancelled"], runs),
-            avg_duration_ms=totals["duration_us"] / 1000 / totals["settled"] if totals["settled"] else None,
+            avg_duration_ms=totals["duration_ms"] / totals["settled"] if totals["settled"] else None,
             by_agent=agents,
             trend=[ReliabilityTrendPoint(day=_day(i), runs=p[0], failed=p[1]) for i, p in sorted(trend.items())],
         )
@@ -482,7 +508,7 @@ class SqlGovernanceQueries:
                     await conn.execute(
                         sa.select(message)
                         .where(message.c.thread_id == thread_id)
-                        .order_by(message.c.seq.desc())
+                        .order_by(message.c.created_at.desc(), message.c.id.desc())
                         .limit(THREAD_DETAIL_MESSAGES)
                     )
                 )
