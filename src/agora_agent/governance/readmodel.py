@@ -318,7 +318,9 @@ class GovernanceQueries(Protocol):
     async def pending_approvals(
         self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
     ) -> list[PendingApprovalRow]:
-        """GQ-08: pending approvals oldest first, optionally of one actor (the run's actor_ref)."""
+        """GQ-08: approval rows whose status is `pending` (the tool call's status is not consulted), oldest
+        first (created_at, then tool call id), with the tool call's input; actor = the run's actor_ref, else the
+        requester; the actor filter applies after that resolution."""
         ...
 
     async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
@@ -326,7 +328,8 @@ class GovernanceQueries(Protocol):
         ...
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
-        """GQ-10: on started_at."""
+        """GQ-10: on started_at. `by_agent`: runs desc, then agent name asc, the unnamed (None) agent last;
+        `trend`: day asc. Durations are whole milliseconds (finished - started), settled runs only."""
         ...
 
     async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
