@@ -196,37 +196,39 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
         await require_gate(actor, request, config.governance_authorize, debug=config.debug)
         return actor
 
-    GateDep = Annotated[Actor, Depends(gate)]
+    gated_deps = [Depends(gate)]
     gated_errors: dict[int | str, dict[str, Any]] = {**errors, 403: {"model": ErrorBody}, 422: {"model": ErrorBody}}
     prefix = "/governance"
 
     def route(path: str, model: Any) -> Callable[[F], F]:
-        return router.get(prefix + path, response_model=model, responses=gated_errors, tags=["governance"])
+        return router.get(
+            prefix + path, response_model=model, responses=gated_errors, tags=["governance"], dependencies=gated_deps
+        )
 
     @route("/spend/model", list[ModelSpendRow])
-    async def spend_by_model(_: GateDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    async def spend_by_model(from_: FromQ = None, to: ToQ = None) -> JSONResponse:
         """HTTP-17: spend per model; both days default to today (UTC)."""
         return JSONResponse(_rows(await readmodel().spend_by_model(from_ or _today(), to or _today())))
 
     @route("/spend/actor", list[ActorSpendRowOut])
-    async def spend_by_actor(_: GateDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    async def spend_by_actor(from_: FromQ = None, to: ToQ = None) -> JSONResponse:
         """HTTP-18: spend per actor, with labels."""
         rows = _rows(await readmodel().spend_by_actor(from_ or _today(), to or _today()))
         await _label(config.actor_directory, rows)
         return JSONResponse(rows)
 
     @route("/usage/trend", list[UsageTrendPoint])
-    async def usage_trend(_: GateDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    async def usage_trend(from_: FromQ = None, to: ToQ = None) -> JSONResponse:
         """HTTP-19: tokens and cost per UTC day with usage."""
         return JSONResponse(_rows(await readmodel().usage_trend(from_ or _today(), to or _today())))
 
     @route("/tool-calls/recent", list[ToolCallActivityRow])
-    async def recent_tool_calls(_: GateDep, limit: LimitQ = None) -> JSONResponse:
+    async def recent_tool_calls(limit: LimitQ = None) -> JSONResponse:
         """HTTP-20: newest tool calls first."""
         return JSONResponse(_rows(await readmodel().recent_tool_calls(parse_limit(limit))))
 
     @route("/threads/recent", list[ThreadActivityRowOut])
-    async def recent_threads(_: GateDep, limit: LimitQ = None) -> JSONResponse:
+    async def recent_threads(limit: LimitQ = None) -> JSONResponse:
         """HTTP-21: most recently active threads, with labels."""
         rows = _rows(await readmodel().recent_threads(parse_limit(limit)))
         await _label(config.actor_directory, rows)
@@ -237,8 +239,9 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
         response_model=GovernanceThreadDetailOut,
         responses={**gated_errors, 501: {"model": ErrorBody}},
         tags=["governance"],
+        dependencies=gated_deps,
     )
-    async def thread_detail(_: GateDep, thread_id: str) -> JSONResponse:
+    async def thread_detail(thread_id: str) -> JSONResponse:
         """HTTP-22: any thread (soft-deleted included, `deleted: true`); unknown -> 404; an adapter without
         `thread_detail` -> 501."""
         queries = readmodel()
@@ -253,7 +256,6 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
 
     @route("/runs", RunPageOut)
     async def list_runs(
-        _: GateDep,
         actor: Annotated[str | None, Query(description="Exact actor ref")] = None,
         agent: Annotated[str | None, Query(description="Exact agent name")] = None,
         status: Annotated[str | None, Query(description="running | completed | failed | cancelled")] = None,
@@ -281,7 +283,7 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
         return JSONResponse(body)
 
     @route("/runs/{run_id}", RunDetailOut)
-    async def run_detail(_: GateDep, run_id: str) -> JSONResponse:
+    async def run_detail(run_id: str) -> JSONResponse:
         """HTTP-24: the whole trace of a run; unknown -> 404."""
         detail = await readmodel().run_detail(run_id)
         if detail is None:
@@ -292,7 +294,7 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
 
     @route("/approvals/pending", list[PendingApprovalRowOut])
     async def pending_approvals(
-        _: GateDep, actor: Annotated[str | None, Query(description="Only this actor's")] = None, limit: LimitQ = None
+        actor: Annotated[str | None, Query(description="Only this actor's")] = None, limit: LimitQ = None
     ) -> JSONResponse:
         """HTTP-25: every actor's pending approvals, oldest first, with labels."""
         rows = _rows(await readmodel().pending_approvals(actor=actor, limit=parse_limit(limit)))
@@ -300,12 +302,12 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
         return JSONResponse(rows)
 
     @route("/tools/stats", list[PerToolStatRow])
-    async def tool_stats(_: GateDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    async def tool_stats(from_: FromQ = None, to: ToQ = None) -> JSONResponse:
         """HTTP-26: per-tool calls, failures, rejections, mean duration (bounds optional)."""
         return JSONResponse(_rows(await readmodel().per_tool_stats(from_, to)))
 
     @route("/reliability", RunReliability)
-    async def reliability(_: GateDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    async def reliability(from_: FromQ = None, to: ToQ = None) -> JSONResponse:
         """HTTP-27: run outcomes, rates, per agent and per day (bounds optional)."""
         return JSONResponse((await readmodel().run_reliability(from_, to)).model_dump(by_alias=True, mode="json"))
 
@@ -313,7 +315,7 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
         return
 
     @route("/pricing", list[PriceOut])
-    async def list_prices(_: GateDep) -> JSONResponse:
+    async def list_prices() -> JSONResponse:
         """HTTP-28: the current price of each model (cache rates omitted when unset)."""
         prices = [
             PriceOut(
@@ -328,8 +330,14 @@ def add_governance_routes(router: APIRouter, service: AgentService) -> None:
         ]
         return JSONResponse([p.model_dump(by_alias=True, mode="json", exclude_none=True) for p in prices])
 
-    @router.post(prefix + "/pricing", response_model=OkResponse, responses=gated_errors, tags=["governance"])
-    async def upsert_price(_: GateDep, body: PriceUpsertRequest) -> OkResponse:
+    @router.post(
+        prefix + "/pricing",
+        response_model=OkResponse,
+        responses=gated_errors,
+        tags=["governance"],
+        dependencies=gated_deps,
+    )
+    async def upsert_price(body: PriceUpsertRequest) -> OkResponse:
         """HTTP-29: set a model's current price (atomically supersedes the previous one)."""
         await pricing().upsert_price(
             ModelPrice(
