@@ -618,8 +618,8 @@ async def test_run_reliability(world: World) -> None:
             "avg_duration_ms": 1050.0,
             "by_agent": [
                 {"agent_name": "support", "runs": 4, "failed": 1, "success_rate": 0.75},
-                {"agent_name": "researcher", "runs": 1, "failed": 0, "success_rate": 0.0},
                 {"agent_name": None, "runs": 1, "failed": 0, "success_rate": 0.0},
+                {"agent_name": "researcher", "runs": 1, "failed": 0, "success_rate": 0.0},
             ],
             "trend": [
                 {"day": D1, "runs": 2, "failed": 0},

@@ -317,7 +317,7 @@ class MemoryGovernanceQueries:
         return sorted(result, key=lambda r: (-r.calls, r.tool_name, r.tool_type))
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
-        """GQ-10: outcomes of runs started in the range; by agent (runs desc, name asc, None last) and by day."""
+        """GQ-10: outcomes of runs started in the range, by agent (runs desc, unnamed first, name asc), by day."""
         start, end = day_bounds(from_day, to_day)
         runs = [r for r in self._store.all_runs() if _in_range(r.started_at, start, end)]
         count = len(runs)
@@ -340,7 +340,7 @@ class MemoryGovernanceQueries:
             )
             for name, items in agents.items()
         ]
-        by_agent.sort(key=lambda a: (-a.runs, a.agent_name is None, a.agent_name or ""))
+        by_agent.sort(key=lambda a: (-a.runs, a.agent_name is not None, a.agent_name or ""))
         return RunReliability(
             runs=count,
             completed=completed,

@@ -328,7 +328,7 @@ class GovernanceQueries(Protocol):
         ...
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
-        """GQ-10: on started_at. `by_agent`: runs desc, then agent name asc, the unnamed (None) agent last;
+        """GQ-10: on started_at. `by_agent`: runs desc, then the unnamed (None) agent first, then agent name asc;
         `trend`: day asc. Durations are whole milliseconds (finished - started), settled runs only."""
         ...
 
