@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting (so tests can call it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=args, standalone_mode=False)
+        result = app(args=args, standalone_mode=False)
     except SystemExit as exc:  # typer/click exit paths
         return int(exc.code or 0)
     except typer.Exit as exc:
@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             exc.show()
             return exc.exit_code
         raise
-    return 0
+    # with standalone_mode=False click returns a `typer.Exit`'s code instead of raising it
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
