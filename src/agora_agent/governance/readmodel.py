@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 from pydantic.alias_generators import to_camel
 
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
@@ -134,6 +134,12 @@ class RunSummaryRow(_Row):
     error: str | None
     durable: bool
     duration_ms: int | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def run_id(self) -> str:
+        """The same id under the reference dashboard's name (`runId`)."""
+        return self.id
 
 
 class RunPage(_Row):
