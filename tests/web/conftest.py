@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import httpx2
@@ -127,3 +128,23 @@ async def sse_events(response: httpx2.Response) -> list[tuple[str, str, str]]:
 
 
 Waiter = Callable[[], Awaitable[None]]
+
+
+@contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """`serve` for synchronous tests (the CLI): uvicorn in its own thread and event loop."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    server = uvicorn.Server(
+        uvicorn.Config(app, lifespan="on", log_level="warning", timeout_graceful_shutdown=2, access_log=False)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
