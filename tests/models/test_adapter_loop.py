@@ -103,3 +103,22 @@ async def test_tool_call_result_and_final_text(service: AgentService, fake_serve
     replay = json.dumps(second)
     assert '"call_1"' in replay and "sunny" in replay and "alice" in replay
     assert len(fake_server.requests) == 2
+
+
+async def test_a_later_chat_replays_the_persisted_tool_exchange(
+    service: AgentService, fake_server: FakeProviderServer, request: pytest.FixtureRequest
+) -> None:
+    first = await service.chat(ALICE, "Weather in Paris?")
+    assert (await service.wait_for_run(first.run_id)).status == "completed"
+    is_anthropic = "anthropic" in request.node.callspec.id
+    fake_server.queue(anthropic_turns()[1] if is_anthropic else openai_turns()[1])
+    second = await service.chat(ALICE, "And tomorrow?", thread_id=first.thread_id)
+    run = await service.wait_for_run(second.run_id)
+    assert run.status == "completed", run.error
+    replay = json.dumps(fake_server.requests[2].body["messages"])
+    assert (
+        replay.index("Weather in Paris?")
+        < replay.index("call_1")
+        < replay.index("sunny")
+        < replay.index("And tomorrow?")
+    )
