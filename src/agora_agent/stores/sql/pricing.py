@@ -2,7 +2,8 @@
 
 `upsert_price` runs one transaction: mark the model's current row not current, insert the new one as
 current. A partial unique index (`model_id WHERE is_current`) makes "exactly one current row per model"
-a database invariant; two concurrent upserts of a new model collide on it and the loser retries.
+a database invariant. Writers of one model are serialised (PostgreSQL: a transaction-scoped advisory
+lock on the model id; SQLite: `BEGIN IMMEDIATE`); a collision on the index is retried as a backstop.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class SqlPricingStore:
         """Make `price` the model's current price (effective now); the previous one stays as history."""
 
         async def supersede(conn: AsyncConnection) -> None:
+            if conn.dialect.name == "postgresql":
+                # Serialise writers of one model: without it, N concurrent first prices of a model would take
+                # N rounds of unique-index collisions. (SQLite's BEGIN IMMEDIATE already serialises writers.)
+                await conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(price.model_id))))
             await conn.execute(
                 sa.update(model_pricing)
                 .where(model_pricing.c.model_id == price.model_id, model_pricing.c.is_current.is_(True))
