@@ -137,6 +137,10 @@ class DataTool:
         except ToolError as err:
             err.tool_name = self._spec.name
             raise
+        except RecursionError:
+            raise SqlValidationError(
+                "The query is nested too deeply; simplify it.", tool_name=self._spec.name
+            ) from None
 
     def _prepare(self, sql: str, actor: Actor) -> PreparedQuery:
         tree = self._validator.validate(sql)
@@ -186,7 +190,9 @@ class DataTool:
                 dialect=self._read, comments=False, unsupported_level=ErrorLevel.RAISE, normalize_functions=False
             )
         except UnsupportedError as err:
-            raise SqlValidationError(f"Not supported by {_DIALECT_LABELS[self.dialect]}: {err}.") from None
+            raise SqlValidationError(
+                f"Not supported by {_DIALECT_LABELS[self.dialect]}: {str(err).rstrip('.')}; rewrite that part."
+            ) from None
         except (ParseError, SqlglotError):
             raise SqlValidationError("The query could not be rendered safely; simplify it.") from None
         if again != final:

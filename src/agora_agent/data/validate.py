@@ -15,10 +15,12 @@ import re
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 
 from agora_agent.data.errors import SqlValidationError
-from agora_agent.data.names import Dialect, sqlglot_dialect
+from agora_agent.data.names import Dialect as DialectName
+from agora_agent.data.names import sqlglot_dialect
 
 __all__ = ["DENIED_FUNCTIONS", "DENIED_FUNCTION_PREFIXES", "MAX_SQL_LENGTH", "SqlValidator"]
 
@@ -127,8 +129,8 @@ class SqlValidator:
     says what to change. It does not look at table names: `TableAccessPolicy` does that.
     """
 
-    def __init__(self, dialect: Dialect, *, max_length: int = MAX_SQL_LENGTH) -> None:
-        self.dialect: Dialect = dialect
+    def __init__(self, dialect: DialectName, *, max_length: int = MAX_SQL_LENGTH) -> None:
+        self.dialect: DialectName = dialect
         self.max_length = max_length
         self._read = sqlglot_dialect(dialect)
 
@@ -158,7 +160,7 @@ class SqlValidator:
         if label is not None:
             raise _refuse_statement(label, hidden=False)
         if not isinstance(root, (exp.Select, exp.SetOperation)):
-            kind = "VALUES" if isinstance(root, exp.Values) else root.key.upper() or "unknown"
+            kind = "VALUES" if isinstance(root, exp.Values) else _first_keyword(sql, self._read)
             raise SqlValidationError(f'Statement type "{kind}" is not allowed; only SELECT statements are accepted.')
         for node in root.walk():
             self._check_node(node)
@@ -176,9 +178,12 @@ class SqlValidator:
             )
         if isinstance(node, _PARAMETER_TYPES):
             raise SqlValidationError(
-                f"Query parameters such as `{node.sql()}` are not supported; write the literal value instead."
+                f"Query parameters such as `{node.sql(self._read)}` are not supported; write the literal value instead."
             )
         if isinstance(node, exp.CTE) and not isinstance(node.this, (exp.Select, exp.SetOperation)):
+            hidden = _statement_label(node.this)
+            if hidden is not None:
+                raise _refuse_statement(hidden, hidden=True)
             raise SqlValidationError("A CTE body must be a SELECT; writes and other statements are not allowed.")
         if isinstance(node, (exp.From, exp.Join)):
             self._check_source(node.this)
@@ -217,6 +222,14 @@ class SqlValidator:
                     f"Function `{name}` is not allowed: it can reach outside the query (files, sessions, settings, "
                     "other servers) or stall the database. Use ordinary SQL expressions."
                 )
+
+
+def _first_keyword(sql: str, read: str) -> str:
+    try:
+        tokens = Dialect.get_or_raise(read).tokenize(sql)
+    except (TokenError, ValueError):
+        tokens = []
+    return tokens[0].text.upper() if tokens else "unknown"
 
 
 def _parse_message(err: ParseError | TokenError) -> str:
