@@ -91,3 +91,35 @@ async def test_auto_created_schema_equals_the_migrated_one(empty_db_url: str, tm
     auto = await _read_schema(empty_db_url)
     assert auto == migrated
     assert auto["agent_model_pricing"]["indexes"]  # the comparison covered indexes, partial unique one included
+
+
+async def test_long_composed_ids_fit(empty_db_url: str) -> None:
+    """Ids the loop composes (`<run id>:<message id>`) or callers pass are up to 255 characters."""
+    from datetime import UTC, datetime
+
+    from agora_agent.stores.base import RunRecord, UsageRecord
+
+    backend = await open_sql_backend(empty_db_url, auto_create_tables=True)
+    try:
+        thread = await backend.store.create_thread(actor_ref="a" * 255)
+        run_id = "r" * 255
+        await backend.store.record_run_start(
+            RunRecord(id=run_id, thread_id=thread.id, actor_ref=thread.actor_ref, started_at=datetime.now(UTC))
+        )
+        usage_id = f"{'x' * 32}:{'y' * 36}"
+        await backend.store.record_usage(
+            UsageRecord(
+                id=usage_id,
+                thread_id=thread.id,
+                run_id=run_id,
+                message_id="y" * 36,
+                actor_ref=thread.actor_ref,
+                model_id="m" * 255,
+                input_tokens=1,
+                output_tokens=1,
+                created_at=datetime.now(UTC),
+            )
+        )
+        assert await backend.store.run_owner(run_id) == "a" * 255
+    finally:
+        await backend.close()

@@ -67,7 +67,7 @@ class UtcMicros(sa.types.TypeDecorator[datetime]):
 
 # SQLite only autoincrements an INTEGER PRIMARY KEY (the rowid alias); PostgreSQL gets a BIGINT identity.
 _Seq = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-_Id = sa.String(64)
+_Id = sa.String(255)  # ids are ours (uuid) or composed ("<run>:<message>"), or a caller's
 _Ref = sa.String(255)
 
 metadata = sa.MetaData()

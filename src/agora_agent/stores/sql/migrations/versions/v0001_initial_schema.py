@@ -42,7 +42,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "agent_model_pricing",
-        sa.Column("id", sa.String(length=64), nullable=False),
+        sa.Column("id", sa.String(length=255), nullable=False),
         sa.Column("model_id", sa.String(length=255), nullable=False),
         sa.Column("input_price_per_1m", sa.Float(), nullable=False),
         sa.Column("output_price_per_1m", sa.Float(), nullable=False),
@@ -64,7 +64,7 @@ def upgrade() -> None:
 
     op.create_table(
         "agent_thread",
-        sa.Column("id", sa.String(length=64), nullable=False),
+        sa.Column("id", sa.String(length=255), nullable=False),
         sa.Column("actor_ref", sa.String(length=255), nullable=False),
         sa.Column("tenant_ref", sa.String(length=255), nullable=True),
         sa.Column("title", sa.Text(), server_default="New chat", nullable=False),
@@ -73,7 +73,7 @@ def upgrade() -> None:
         sa.Column("pinned_at", sa.BigInteger(), nullable=True),
         sa.Column("summary", sa.Text(), nullable=True),
         sa.Column("summary_message_count", sa.Integer(), server_default="0", nullable=False),
-        sa.Column("active_stream_id", sa.String(length=64), nullable=True),
+        sa.Column("active_stream_id", sa.String(length=255), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.Column("updated_at", sa.BigInteger(), nullable=False),
         sa.Column("deleted_at", sa.BigInteger(), nullable=True),
@@ -84,9 +84,9 @@ def upgrade() -> None:
 
     op.create_table(
         "agent_approval",
-        sa.Column("run_id", sa.String(length=64), nullable=False),
+        sa.Column("run_id", sa.String(length=255), nullable=False),
         sa.Column("tool_call_id", sa.String(length=255), nullable=False),
-        sa.Column("thread_id", sa.String(length=64), nullable=False),
+        sa.Column("thread_id", sa.String(length=255), nullable=False),
         sa.Column("tool_name", sa.String(length=255), nullable=False),
         sa.Column("args_hash", sa.String(length=128), nullable=False),
         sa.Column("requested_by", sa.String(length=255), nullable=False),
@@ -106,8 +106,8 @@ def upgrade() -> None:
     op.create_table(
         "agent_message",
         sa.Column("seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("thread_id", sa.String(length=64), nullable=False),
+        sa.Column("id", sa.String(length=255), nullable=False),
+        sa.Column("thread_id", sa.String(length=255), nullable=False),
         sa.Column("role", sa.String(length=16), nullable=False),
         sa.Column("content", sa.Text(), nullable=False),
         sa.Column("tool_calls", sa.JSON(), nullable=True),
@@ -116,7 +116,7 @@ def upgrade() -> None:
         sa.Column("follow_ups", sa.JSON(), nullable=True),
         sa.Column("usage", sa.JSON(), nullable=True),
         sa.Column("persona", sa.String(length=128), nullable=True),
-        sa.Column("run_id", sa.String(length=64), nullable=True),
+        sa.Column("run_id", sa.String(length=255), nullable=True),
         sa.Column("created_at", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(["thread_id"], ["agent_thread.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("seq"),
@@ -127,9 +127,9 @@ def upgrade() -> None:
 
     op.create_table(
         "agent_run",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("thread_id", sa.String(length=64), nullable=False),
-        sa.Column("parent_run_id", sa.String(length=64), nullable=True),
+        sa.Column("id", sa.String(length=255), nullable=False),
+        sa.Column("thread_id", sa.String(length=255), nullable=False),
+        sa.Column("parent_run_id", sa.String(length=255), nullable=True),
         sa.Column("agent_name", sa.String(length=255), nullable=True),
         sa.Column("actor_ref", sa.String(length=255), nullable=False),
         sa.Column("tenant_ref", sa.String(length=255), nullable=True),
@@ -153,10 +153,10 @@ def upgrade() -> None:
 
     op.create_table(
         "agent_token_usage",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("thread_id", sa.String(length=64), nullable=False),
-        sa.Column("run_id", sa.String(length=64), nullable=True),
-        sa.Column("message_id", sa.String(length=64), nullable=True),
+        sa.Column("id", sa.String(length=255), nullable=False),
+        sa.Column("thread_id", sa.String(length=255), nullable=False),
+        sa.Column("run_id", sa.String(length=255), nullable=True),
+        sa.Column("message_id", sa.String(length=255), nullable=True),
         sa.Column("actor_ref", sa.String(length=255), nullable=False),
         sa.Column("tenant_ref", sa.String(length=255), nullable=True),
         sa.Column("model_id", sa.String(length=255), nullable=False),
@@ -180,10 +180,10 @@ def upgrade() -> None:
     op.create_table(
         "agent_tool_call",
         sa.Column("seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), autoincrement=True, nullable=False),
-        sa.Column("run_id", sa.String(length=64), nullable=False),
+        sa.Column("run_id", sa.String(length=255), nullable=False),
         sa.Column("id", sa.String(length=255), nullable=False),
-        sa.Column("thread_id", sa.String(length=64), nullable=False),
-        sa.Column("message_id", sa.String(length=64), nullable=True),
+        sa.Column("thread_id", sa.String(length=255), nullable=False),
+        sa.Column("message_id", sa.String(length=255), nullable=True),
         sa.Column("tool_name", sa.String(length=255), nullable=False),
         sa.Column("tool_type", sa.String(length=32), nullable=False),
         sa.Column("input", sa.JSON(), nullable=True),
