@@ -76,7 +76,7 @@ def table_access_policy(table_access: TableAccessPolicy | Mapping[str, Any]) -> 
     """
     if isinstance(table_access, TableAccessPolicy):
         return table_access
-    if isinstance(table_access, Mapping):
+    if isinstance(table_access, Mapping) and table_access:
         if set(table_access) == {"role_groups", "tables_by_group"}:
             return GroupTableAccessPolicy(table_access["role_groups"], table_access["tables_by_group"])
         if all(isinstance(v, Iterable) and not isinstance(v, (str, bytes)) for v in table_access.values()):
