@@ -605,6 +605,41 @@ ok(
 )
 
 
+# --- more quoting and scoping edge cases ------------------------------------------------------------------------------
+refused("backtick-secrets", "SELECT * FROM `secrets`", DENIED, only="sqlite")
+refused("bracket-secrets", "SELECT * FROM [secrets]", DENIED, only="sqlite")
+ok("bracket-column", "SELECT [note] FROM orders ORDER BY id", [("100",), ("200",)], only="sqlite")
+refused("values-scalar-subquery-secrets", "SELECT * FROM (VALUES ((SELECT value FROM secrets))) v", DENIED)
+ok("user-alias-scoped-name", "SELECT _scoped.id FROM orders AS _scoped ORDER BY 1", [(1,), (2,)])
+ok("user-alias-scoped-other", "SELECT count(*) AS n FROM orders, products _scoped", [(6,)])
+ok(
+    "recursive-cte-named-like-table",
+    "WITH RECURSIVE orders(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM orders WHERE id < 3) SELECT id FROM orders",
+    [(1,), (2,), (3,)],
+)
+ok("cte-alias-as-table-name", "WITH x AS (SELECT * FROM orders) SELECT id FROM x AS orders WHERE tenant_id <> 'A'", [])
+ok(
+    "scoped-in-values-subquery",
+    "SELECT * FROM (VALUES ((SELECT max(note) FROM orders))) AS v",
+    [("200",)],
+    only="sqlite",
+)
+ok("scoped-in-order-by", "SELECT name FROM products ORDER BY (SELECT count(*) FROM orders), id LIMIT 1", [("Widget",)])
+ok("scoped-in-having", "SELECT 1 AS x HAVING (SELECT count(*) FROM orders) = 2", [(1,)], only="postgresql")
+ok(
+    "scoped-in-case",
+    "SELECT CASE WHEN (SELECT max(amount) FROM orders) > 500 THEN 'leak' ELSE 'ok' END AS v",
+    [("ok",)],
+)
+# A LIMIT that is not a plain literal is replaced by max_rows (documented), taking its subquery with it.
+ok("scoped-in-limit", "SELECT id FROM products ORDER BY id LIMIT (SELECT count(*) FROM orders)", [(1,), (2,), (3,)])
+ok(
+    "scoped-union-all-three",
+    "SELECT note FROM orders UNION ALL SELECT name FROM customers UNION ALL SELECT name FROM products ORDER BY 1",
+    [("100",), ("200",), ("Alice",), ("Anna",), ("Gadget",), ("Gizmo",), ("Widget",)],
+)
+
+
 def for_dialect(dialect: str) -> list[Case]:
     """The cases that run on `dialect`."""
     return [c for c in CASES if c.only in (None, dialect)]

@@ -1,8 +1,8 @@
 """`data_tool(...)`: the governed, read-only SQL tool (DATA-01, DATA-04, DATA-16).
 
 Pipeline per call: validate (one SELECT, no dangerous construct) -> table access for every referenced
-table -> tenant rewrite -> LIMIT -> regenerate the SQL from the checked tree -> run read-only under a
-statement timeout -> JSON-safe rows, truncated at 256 KiB.
+table -> foreign-tenant literals -> LIMIT -> tenant rewrite -> regenerate the SQL from the checked tree
+-> run read-only under a statement timeout -> JSON-safe rows, truncated at 256 KiB.
 """
 
 from __future__ import annotations
@@ -150,8 +150,10 @@ class DataTool:
         used = 0
         if self._rewriter is not None:
             self._rewriter.check_literals(tree, actor.tenant_ref)
-            used = self._rewriter.rewrite(tree, actor.tenant_ref, exp.Var(this=token))
+        # LIMIT before the rewrite: a LIMIT expression it replaces must not take scoped references with it.
         tree = inject_limit(tree, self.max_rows)
+        if self._rewriter is not None:
+            used = self._rewriter.rewrite(tree, actor.tenant_ref, exp.Var(this=token))
         self._quote_tables(tree)
         final = self._render(tree)
         if final.count(token) != used:
