@@ -273,6 +273,9 @@ class AgentService:
             known = ", ".join(p.id for p in definition.personas) or "none"
             raise InvalidRequestError(f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})')
         runner = self.runner
+        day = utc_day()
+        if self.quota is not None:  # before anything is stored: a refused chat leaves no trace
+            await self.quota.check(actor, period_key(self.quota.budget, day))
         if thread_id is not None:
             thread = await self.store.get_thread(thread_id)
             if thread is None:
@@ -284,9 +287,6 @@ class AgentService:
                 tenant_ref=actor.tenant_ref,
                 persona=chosen.id if chosen else (persona or definition.default_persona),
             )
-        day = utc_day()
-        if self.quota is not None:
-            await self.quota.check(actor, period_key(self.quota.budget, day))
         run_id = uuid.uuid4().hex
         await self.store.record_run_start(
             RunRecord(
