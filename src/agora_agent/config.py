@@ -17,7 +17,9 @@ from agora_agent.streaming.sink import TokenSink
 from agora_agent.tools.retry import TransientRetry
 
 if TYPE_CHECKING:
+    from agora_agent.governance.directory import ActorDirectory
     from agora_agent.governance.readmodel import GovernanceQueries
+    from agora_agent.web.attachments import AttachmentStagingStore
 
 __all__ = ["AgentConfig", "GovernanceAuthorize"]
 
@@ -58,7 +60,7 @@ class AgentConfig:
     governance_queries: GovernanceQueries | bool | None = None
     governance_authorize: GovernanceAuthorize | None = None
     actor_resolver: ActorResolver = field(default_factory=UnconfiguredActorResolver)
-    actor_directory: Any = None
+    actor_directory: ActorDirectory | None = None
     roles_policy: RolesPolicy | None = None
     default_roles: tuple[str, ...] = ()
     empty_roles: Literal["allow", "deny"] = "allow"
@@ -70,7 +72,7 @@ class AgentConfig:
     debug: bool = False
     dashboard: bool = True
     request_max_bytes: int = 1_048_576
-    attachment_staging: Any = None
+    attachment_staging: AttachmentStagingStore | None = None
     attachment_max_bytes: int = 20 * 1024 * 1024
     attachment_allowed_content_types: tuple[str, ...] = (
         "image/png",

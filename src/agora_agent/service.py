@@ -175,6 +175,10 @@ class AgentService:
         if self._backend is not None:
             await self._backend.close()
             self._backend = None
+        if isinstance(self.config.model, str):  # we built the adapter, so we own its HTTP pool
+            aclose = getattr(self.model, "aclose", None)
+            if aclose is not None:
+                await aclose()
         self._started = False
 
     async def __aenter__(self) -> Self:
