@@ -101,6 +101,9 @@ def test_group_policy_first_matching_group_wins_and_fails_closed() -> None:
     assert not policy.can_access(["analyst"], "secrets")  # unclassified
     assert not policy.can_access([], "orders")  # no roles
     assert not policy.can_access(["stranger"], "orders")  # unknown role
+    every_group = GroupTableAccessPolicy({"admin": ["*"]}, {"sales": ["orders"], "ops": ["jobs"]})
+    assert every_group.can_access(["admin"], "orders") and every_group.can_access(["admin"], "jobs")
+    assert not every_group.can_access(["admin"], "secrets")  # "*" means every group, never every table
 
 
 @pytest.mark.ref("DATA-07")

@@ -39,7 +39,8 @@ class GroupTableAccessPolicy:
     """Roles map to groups, groups to table patterns (exact names or `prefix*`).
 
     A table belongs to the FIRST group (in mapping order) with a matching pattern; it is readable iff one of
-    the actor's roles lists that group. Unclassified tables, empty or unknown roles: denied. Names are
+    the actor's roles lists that group (a role listing the group `"*"` reads every CLASSIFIED table).
+    Unclassified tables, empty or unknown roles: denied. Names are
     compared exactly with the database's folded name (lower case for unquoted identifiers).
     """
 
@@ -64,7 +65,7 @@ class GroupTableAccessPolicy:
         group = self.group_of(table)
         if group is None:
             return False
-        return any(group in self.role_groups.get(role, ()) for role in roles)
+        return any(group in (groups := self.role_groups.get(role, ())) or "*" in groups for role in roles)
 
 
 def table_access_policy(table_access: TableAccessPolicy | Mapping[str, Any]) -> TableAccessPolicy:
