@@ -331,6 +331,14 @@ class AgentService:
             return _empty()
         return self.sink.subscribe(run_id, after=after)
 
+    async def subscribe(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        """`async for event in service.subscribe(run_id)`: replay after `after`, then follow live.
+
+        The same as `stream()`, as an async generator; NotFoundError surfaces on the first iteration.
+        """
+        async for event in await self.stream(run_id, after=after):
+            yield event
+
     # -- approvals ---------------------------------------------------------------------------------
 
     async def approve(

@@ -558,3 +558,6 @@ async def test_components_in_order_and_resume_after_event_id(svc_factory: Any) -
     assert ids == list(range(1, len(ids) + 1))
     tail = await collect_frames(service, started.run_id, after=ids[2])
     assert [e.id for e in tail.events] == ids[3:]
+    assert [e.id async for e in service.subscribe(started.run_id, after=ids[-2])] == ids[-1:]
+    with pytest.raises(NotFoundError):
+        [e async for e in service.subscribe("nope")]
