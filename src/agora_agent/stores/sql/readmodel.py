@@ -4,6 +4,10 @@ The database does the grouping and summing; Python only prices the per-group sum
 because an estimated cost is linear in the token counts (COST-03): summing the estimates of the rows of
 a (group, model) equals estimating the summed tokens. Rows with a provider-reported `cost_usd` keep it
 (COST-07) and are summed separately, so reported and estimated costs never mix.
+
+The spend rollups (GQ-01..03) read `agent_usage_daily` (the ledger pre-summed per UTC day, actor and
+model, kept in step by the store), since their ranges are whole UTC days; everything else reads the
+base tables through the indexes in tables.py. bench/governance.py times each query on 1M ledger rows.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from agora_agent.stores.sql.tables import (
     to_micros,
     token_usage,
     tool_call,
+    usage_daily,
 )
 
 __all__ = ["SqlGovernanceQueries"]
@@ -179,19 +184,26 @@ class SqlGovernanceQueries:
         return rows
 
     async def _priced_groups(
-        self, keys: Sequence[sa.ColumnElement[Any]], from_day: date, to_day: date
+        self, keys: Sequence[str], from_day: date, to_day: date
     ) -> tuple[Sequence[sa.RowMapping], dict[str, ModelPrice]]:
+        """Sums per (keys…, model) over whole UTC days, read from the daily rollup (not the raw ledger)."""
+        d = usage_daily.c
+        group = [d[k] for k in keys]
         stmt = (
             sa.select(
-                *keys,
-                _u.model_id,
-                sa.func.count().label("requests"),
-                sa.func.sum(_u.input_tokens).label("input_tokens"),
-                sa.func.sum(_u.output_tokens).label("output_tokens"),
-                *_cost_columns(),
+                *group,
+                d.model_id,
+                sa.func.sum(d.requests).label("requests"),
+                sa.func.sum(d.input_tokens).label("input_tokens"),
+                sa.func.sum(d.output_tokens).label("output_tokens"),
+                sa.func.sum(d.reported_usd).label("reported_usd"),
+                sa.func.sum(d.unreported_input_tokens).label("est_input"),
+                sa.func.sum(d.unreported_output_tokens).label("est_output"),
+                sa.func.sum(d.unreported_cache_read_tokens).label("est_cache_read"),
+                sa.func.sum(d.unreported_cache_write_tokens).label("est_cache_write"),
             )
-            .where(*_in_range(_u.created_at, from_day, to_day))
-            .group_by(*keys, _u.model_id)
+            .where(d.day >= (from_day - _EPOCH_DAY).days, d.day <= (to_day - _EPOCH_DAY).days)
+            .group_by(*group, d.model_id)
         )
         rows = await self._rows(stmt)
         prices = await current_prices(self.pricing) if rows else {}
@@ -215,7 +227,7 @@ class SqlGovernanceQueries:
 
     async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
         """GQ-02: sorted by cost desc, then actor ref asc."""
-        rows, prices = await self._priced_groups([_u.actor_ref], from_day, to_day)
+        rows, prices = await self._priced_groups(["actor_ref"], from_day, to_day)
         totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for r in rows:
             acc = totals[r["actor_ref"]]
@@ -231,11 +243,10 @@ class SqlGovernanceQueries:
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
         """GQ-03: one point per UTC day with usage, day asc."""
-        day = _day_index(_u.created_at).label("day_index")
-        rows, prices = await self._priced_groups([day], from_day, to_day)
+        rows, prices = await self._priced_groups(["day"], from_day, to_day)
         totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
         for r in rows:
-            acc = totals[int(r["day_index"])]
+            acc = totals[int(r["day"])]
             acc[0] += int(r["input_tokens"]) + int(r["output_tokens"])
             acc[1] += _group_cost(r, prices)
         return [

@@ -32,6 +32,7 @@ from agora_agent.stores.base import (
 )
 from agora_agent.stores.sql import records as rec
 from agora_agent.stores.sql.engine import WRITE, retry_transient
+from agora_agent.stores.sql.rollup import upsert_usage_daily
 from agora_agent.stores.sql.tables import approval, message, run, thread, token_usage, tool_call
 
 __all__ = ["SqlAgentStore"]
@@ -382,6 +383,7 @@ class SqlAgentStore:
 
         async def work(conn: AsyncConnection) -> None:
             await conn.execute(sa.insert(token_usage).values(values))
+            await conn.execute(upsert_usage_daily(conn.dialect.name, record))
 
         await self._write(work)
 

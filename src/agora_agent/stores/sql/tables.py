@@ -33,6 +33,7 @@ __all__ = [
     "to_micros",
     "token_usage",
     "tool_call",
+    "usage_daily",
 ]
 
 MICROS_PER_DAY = 86_400_000_000
@@ -184,6 +185,25 @@ token_usage = sa.Table(
     sa.Index("ix_agent_token_usage_created", "created_at"),
     sa.Index("ix_agent_token_usage_run", "run_id"),
     sa.Index("ix_agent_token_usage_thread", "thread_id"),
+)
+
+usage_daily = sa.Table(
+    "agent_usage_daily",
+    metadata,
+    # The usage ledger summed per UTC day, actor and model, kept in step with `agent_token_usage` by the store
+    # (same transaction). Read-model ranges are whole UTC days, so the rollups read this table, not the ledger.
+    sa.Column("day", sa.Integer, primary_key=True, autoincrement=False),  # days since 1970-01-01
+    sa.Column("actor_ref", _Ref, primary_key=True),
+    sa.Column("model_id", sa.String(255), primary_key=True),
+    sa.Column("requests", sa.BigInteger, nullable=False),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
+    sa.Column("reported_usd", sa.Float, nullable=False),  # sum of provider-reported costs
+    # tokens of the rows WITHOUT a reported cost: the read-model prices these at the current price
+    sa.Column("unreported_input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("unreported_output_tokens", sa.BigInteger, nullable=False),
+    sa.Column("unreported_cache_read_tokens", sa.BigInteger, nullable=False),
+    sa.Column("unreported_cache_write_tokens", sa.BigInteger, nullable=False),
 )
 
 model_pricing = sa.Table(

@@ -1,0 +1,74 @@
+"""The daily usage rollup (`agent_usage_daily`): what makes the spend rollups fast on millions of ledger rows.
+
+`record_usage` adds each ledger row to its (UTC day, actor, model) rollup row in the same transaction,
+with one atomic upsert (`INSERT … ON CONFLICT DO UPDATE SET x = x + excluded.x`, which both SQLite and
+PostgreSQL speak; SQLAlchemy builds it per dialect). Rows loaded behind the store's back (bulk COPY,
+restores) are folded in by `rebuild_usage_daily`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agora_agent.stores.base import UsageRecord
+from agora_agent.stores.sql.tables import MICROS_PER_DAY, to_micros, usage_daily
+
+__all__ = ["REBUILD_SQL", "rebuild_usage_daily", "upsert_usage_daily"]
+
+_SUMMED = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "reported_usd",
+    "unreported_input_tokens",
+    "unreported_output_tokens",
+    "unreported_cache_read_tokens",
+    "unreported_cache_write_tokens",
+)
+
+REBUILD_SQL = f"""
+INSERT INTO agent_usage_daily (day, actor_ref, model_id, {", ".join(_SUMMED)})
+SELECT created_at / {MICROS_PER_DAY}, actor_ref, model_id, count(*), sum(input_tokens), sum(output_tokens),
+       coalesce(sum(cost_usd), 0),
+       sum(CASE WHEN cost_usd IS NULL THEN input_tokens ELSE 0 END),
+       sum(CASE WHEN cost_usd IS NULL THEN output_tokens ELSE 0 END),
+       sum(CASE WHEN cost_usd IS NULL THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
+       sum(CASE WHEN cost_usd IS NULL THEN coalesce(cache_write_tokens, 0) ELSE 0 END)
+FROM agent_token_usage
+GROUP BY created_at / {MICROS_PER_DAY}, actor_ref, model_id
+"""
+"""Recompute every rollup row from the ledger (run after deleting the rollup's rows)."""
+
+
+def upsert_usage_daily(dialect_name: str, record: UsageRecord) -> Any:
+    """The statement adding one ledger row to its rollup row."""
+    unreported = record.cost_usd is None
+    values = {
+        "day": to_micros(record.created_at) // MICROS_PER_DAY,
+        "actor_ref": record.actor_ref,
+        "model_id": record.model_id,
+        "requests": 1,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+        "reported_usd": 0.0 if unreported else record.cost_usd,
+        "unreported_input_tokens": record.input_tokens if unreported else 0,
+        "unreported_output_tokens": record.output_tokens if unreported else 0,
+        "unreported_cache_read_tokens": (record.cache_read_tokens or 0) if unreported else 0,
+        "unreported_cache_write_tokens": (record.cache_write_tokens or 0) if unreported else 0,
+    }
+    insert = (postgresql.insert if dialect_name == "postgresql" else sqlite.insert)(usage_daily).values(values)
+    return insert.on_conflict_do_update(
+        index_elements=["day", "actor_ref", "model_id"],
+        set_={name: usage_daily.c[name] + insert.excluded[name] for name in _SUMMED},
+    )
+
+
+async def rebuild_usage_daily(engine: AsyncEngine) -> None:
+    """Recompute the whole rollup from the ledger, in one transaction."""
+    async with engine.begin() as conn:
+        await conn.execute(sa.delete(usage_daily))
+        await conn.execute(sa.text(REBUILD_SQL))
