@@ -1,0 +1,264 @@
+"""The chat page (`<prefix>/ui`) and the governance dashboard (`<prefix>/dashboard`), served from the package.
+
+    from agora_agent.web.pages import mount_pages
+    mount_pages(app, service)            # or an APIRouter, or an AgentConfig
+
+Both are static ES modules shipped in `web/static/` (no build step). The dashboard follows REFERENCE
+DASH-01..08:
+
+- mount decision (DASH-01): `dashboard=False` -> not mounted, silently; no `governance_authorize` ->
+  not mounted, with one warning naming it; `governance_queries=False` -> not mounted, with a distinct
+  warning; otherwise mounted at `<prefix>/dashboard` (DASH-02);
+- gate on every dashboard request (DASH-03): no identity -> 401, `governance_authorize` falsy -> 403,
+  each `{"error": …}` (the resolver's or predicate's message only when `debug`); a predicate that
+  returns a Starlette `Response` (e.g. a redirect to a login page) has it sent as is (DASH-04);
+- `GET <mount>` -> index.html with `<base href="<mount>/">` as the first child of `<head>` and
+  `window.__AGENT_DASHBOARD_BASE__` (the API prefix) before `</head>`, `no-store` (DASH-05);
+- `GET <mount>/<asset>` -> the file; `..`, NUL or `\\` in the path -> 400 `{"error":"bad asset path"}`;
+  an unknown path -> the index (SPA fallback); content type by extension (DASH-06).
+
+The chat page is not gated: it is a static shell, and every call it makes is authenticated by the
+agent routes. Its settings (API base, model label, demo users …) are injected as `window.__AGENT_UI__`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from typing import Any, Protocol
+
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from agora_agent.actors import Actor, ActorResolver
+
+__all__ = ["DASHBOARD_GATE_WARNING", "DASHBOARD_QUERIES_WARNING", "PagesMount", "mount_pages"]
+
+logger = logging.getLogger("agora_agent.web.pages")
+
+DASHBOARD_GATE_WARNING = (
+    "agora-agent: the governance dashboard is NOT mounted because `governance_authorize` (the reference's "
+    "`governanceAuthorize`) is not set. Set AgentConfig(governance_authorize=lambda actor, request: 'admin' in "
+    "actor.roles) — or `governanceAuthorize: () => true` semantics, lambda actor, request: True, to open it to every "
+    "authenticated caller. Callers still see their own pending actions at GET {prefix}/approvals/mine. "
+    "Silence this with AgentConfig(dashboard=False)."
+)
+DASHBOARD_QUERIES_WARNING = (
+    "agora-agent: the governance dashboard is NOT mounted because `governance_queries=False` turns the governance "
+    "read-model off; it has nothing to show. Remove governance_queries=False, or set dashboard=False."
+)
+
+_CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".woff2": "font/woff2",
+    ".txt": "text/plain; charset=utf-8",
+    ".map": "application/json",
+}
+_NO_STORE = "no-store, must-revalidate"
+# Assets have no content hash in their names (no build step), so browsers revalidate them each time.
+_ASSET_CACHE = "no-cache"
+
+
+class _PagesConfig(Protocol):
+    """The part of `AgentConfig` the pages read."""
+
+    actor_resolver: ActorResolver
+    governance_authorize: Any
+    governance_queries: Any
+    dashboard: bool
+    debug: bool
+    path: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PagesMount:
+    """What `mount_pages` mounted: the chat page path, the dashboard path (None when not mounted), warnings."""
+
+    chat_path: str | None
+    dashboard_path: str | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _static_root() -> Traversable:
+    return files("agora_agent.web").joinpath("static")
+
+
+def _normalise(prefix: str) -> str:
+    return "/" + prefix.strip("/") if prefix.strip("/") else ""
+
+
+def _script(name: str, value: Any) -> str:
+    # json.dumps + escaping "<" keeps a value from closing the <script> element early.
+    payload = json.dumps(value).replace("<", "\\u003c")
+    return f"<script>window.{name}={payload}</script>"
+
+
+def _inject(index_html: str, *, base_href: str, script: str) -> str:
+    """DASH-05: `<base href>` first in <head>, the settings script last."""
+    html = index_html.replace("<head>", f'<head>\n<base href="{base_href}">', 1)
+    return html.replace("</head>", f"{script}\n</head>", 1)
+
+
+def _bad_asset_path(path: str) -> bool:
+    return "\0" in path or "\\" in path or ".." in path
+
+
+def _read_asset(page_dir: str, path: str) -> tuple[bytes, str] | None:
+    """The bytes and content type of `<page_dir>/<path>`, or of `common/<rest>`; None when absent."""
+    root = _static_root()
+    parts = [p for p in path.split("/") if p and p != "."]
+    if not parts:
+        return None
+    node = (
+        root.joinpath("common", *parts[1:])
+        if parts[0] == "common" and len(parts) > 1
+        else root.joinpath(page_dir, *parts)
+    )
+    if not node.is_file():
+        return None
+    suffix = "." + parts[-1].rsplit(".", 1)[-1] if "." in parts[-1] else ""
+    return node.read_bytes(), _CONTENT_TYPES.get(suffix.lower(), "application/octet-stream")
+
+
+def decide_dashboard_mount(config: _PagesConfig) -> tuple[bool, str | None]:
+    """DASH-01: (mount?, warning). Silent when the dashboard is switched off."""
+    if not config.dashboard:
+        return False, None
+    if config.governance_authorize is None:
+        return False, DASHBOARD_GATE_WARNING.format(prefix=_normalise(config.path))
+    if config.governance_queries is False:
+        return False, DASHBOARD_QUERIES_WARNING
+    return True, None
+
+
+async def _gate(request: Request, config: _PagesConfig) -> Response | None:
+    """DASH-03/04: None when the caller may see the dashboard, else the response to send."""
+    debug = bool(config.debug)
+    try:
+        actor = await config.actor_resolver.resolve(request)
+    except Exception as exc:
+        message = str(exc) if debug and str(exc) else "unauthorized"
+        return JSONResponse({"error": message}, status_code=401)
+    if not isinstance(actor, Actor):
+        return JSONResponse({"error": "unauthorized"}, status_code=401)
+    try:
+        verdict = config.governance_authorize(actor, request)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception as exc:
+        message = str(exc) if debug and str(exc) else "forbidden"
+        return JSONResponse({"error": message}, status_code=403)
+    if isinstance(verdict, Response):  # e.g. a RedirectResponse to the app's login page
+        return verdict
+    if not verdict:
+        return JSONResponse({"error": "forbidden"}, status_code=403)
+    return None
+
+
+def mount_pages(
+    target: FastAPI | APIRouter,
+    source: Any,
+    prefix: str | None = None,
+    *,
+    chat: bool = True,
+    ui_settings: Mapping[str, Any] | None = None,
+) -> PagesMount:
+    """Serve the chat page at `<prefix>/ui` and (per DASH-01) the dashboard at `<prefix>/dashboard`.
+
+    `source` is an `AgentService` or an `AgentConfig`; `prefix` is the URL prefix of the agent API
+    (default `config.path`). When `target` is an `APIRouter` with its own prefix, routes are added
+    relative to it. `ui_settings` are extra keys for the chat page's `window.__AGENT_UI__` (e.g.
+    `modelLabel`, `suggestions`, `demo`). Returns what was mounted; warnings are also logged.
+    """
+    config: _PagesConfig = getattr(source, "config", source)
+    api_base = _normalise(prefix if prefix is not None else config.path)
+    router_prefix = getattr(target, "prefix", "") if isinstance(target, APIRouter) else ""
+    local = api_base[len(router_prefix) :] if router_prefix and api_base.startswith(router_prefix) else api_base
+
+    def add(path: str, endpoint: Any) -> None:
+        if isinstance(target, APIRouter):
+            # The agent router's route class authenticates every route; these pages gate themselves.
+            target.add_api_route(
+                path, endpoint, methods=["GET"], include_in_schema=False, route_class_override=APIRoute
+            )
+        else:
+            target.add_api_route(path, endpoint, methods=["GET"], include_in_schema=False)
+
+    warnings: list[str] = []
+    chat_path: str | None = None
+    dashboard_path: str | None = None
+
+    if chat:
+        chat_path = f"{api_base}/ui"
+        dashboard_ok = decide_dashboard_mount(config)[0]
+        settings: dict[str, Any] = {"base": api_base, "dashboard": f"{api_base}/dashboard/" if dashboard_ok else None}
+        settings.update(ui_settings or {})
+        chat_index = _inject(
+            _static_root().joinpath("chat", "index.html").read_text("utf-8"),
+            base_href=f"{chat_path}/",
+            script=_script("__AGENT_UI__", settings),
+        ).encode()
+
+        async def chat_index_page() -> Response:
+            return Response(chat_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
+
+        async def chat_asset(path: str) -> Response:
+            if _bad_asset_path(path):
+                return JSONResponse({"error": "bad asset path"}, status_code=400)
+            found = _read_asset("chat", path)
+            if found is None:
+                return await chat_index_page()
+            body, content_type = found
+            return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
+
+        add(f"{local}/ui", chat_index_page)
+        add(f"{local}/ui/{{path:path}}", chat_asset)
+
+    mount_ok, warning = decide_dashboard_mount(config)
+    if warning:
+        warnings.append(warning)
+        logger.warning(warning)
+    if mount_ok:
+        dashboard_path = f"{api_base}/dashboard"
+        dash_index = _inject(
+            _static_root().joinpath("dashboard", "index.html").read_text("utf-8"),
+            base_href=f"{dashboard_path}/",
+            script=_script("__AGENT_DASHBOARD_BASE__", api_base),
+        ).encode()
+
+        async def dashboard_index(request: Request) -> Response:
+            refused = await _gate(request, config)
+            if refused is not None:
+                return refused
+            return Response(dash_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
+
+        async def dashboard_asset(request: Request, path: str) -> Response:
+            refused = await _gate(request, config)
+            if refused is not None:
+                return refused
+            if _bad_asset_path(path):
+                return JSONResponse({"error": "bad asset path"}, status_code=400)
+            found = _read_asset("dashboard", path)
+            if found is None:
+                return Response(dash_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
+            body, content_type = found
+            return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
+
+        add(f"{local}/dashboard", dashboard_index)
+        add(f"{local}/dashboard/{{path:path}}", dashboard_asset)
+
+    return PagesMount(chat_path=chat_path, dashboard_path=dashboard_path, warnings=warnings)
