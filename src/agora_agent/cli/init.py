@@ -25,7 +25,7 @@ from agora_agent.governance.quota import Budget
 config = AgentConfig(
     # The model: "openai:gpt-4o-mini" (OPENAI_API_KEY), "anthropic:claude-sonnet-4-5" (ANTHROPIC_API_KEY), or any
     # OpenAI-compatible server with AGORA_MODEL_BASE_URL. A ModelProvider object works too.
-    model=os.environ.get("AGORA_MODEL", "openai:gpt-4o-mini"),
+    model=os.environ.get("AGORA_MODEL") or "openai:gpt-4o-mini",
     # Tools: every tool defined in the modules of this package is registered.
     tools_package="agent_tools",
     # Persistence: a SQLite file (tables created on first start). For PostgreSQL use

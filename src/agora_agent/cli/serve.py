@@ -17,6 +17,8 @@ from typing import Annotated, Any
 import typer
 from starlette.applications import Starlette
 
+from agora_agent.errors import AgoraError
+
 __all__ = ["TargetError", "app_from_env", "build_app", "load_target", "register"]
 
 TARGET_ENV = "AGORA_SERVE_TARGET"
@@ -94,7 +96,7 @@ def serve(
 
     try:
         app = build_app(load_target(target), target)
-    except TargetError as exc:
+    except (TargetError, AgoraError) as exc:  # a bad target or a bad config: one line, exit 2
         typer.echo(f"agora-agent serve: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"agora-agent serve {target} on http://{host}:{port}  (Ctrl+C to stop)")
