@@ -68,7 +68,11 @@ def test_components_render_a_table_and_a_chart(open_as: Any) -> None:
     reply = send(page, "chart sales")
     settled(page)
     assert reply.locator("figure.chart svg rect.bar").count() == 4  # one bar per acme product
-    shot(page, "chat-components", full_page=False)
+    reply = send(page, "refund order 1009")
+    reply.locator(".tool[data-status=pending_approval]").wait_for()
+    shot(page, "chat-components", full_page=False)  # a table, a chart and a pending approval (docs/)
+    reply.locator("button.reject").click()
+    settled(page)
 
 
 @pytest.mark.ref("HTTP-05", "TOOL-30")

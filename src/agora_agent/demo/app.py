@@ -120,7 +120,7 @@ def build_demo(
         model, is_demo = DemoModel(word_delay=word_delay), True
     if isinstance(model, DemoModel):
         is_demo = True
-        label = "Demo model · offline, deterministic (not an LLM)"
+        label = "Demo model · offline, not an LLM"
     elif not label:
         label = f"Model: {getattr(model, 'model_id', None) or type(model).__name__}"
 
