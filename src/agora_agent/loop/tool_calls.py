@@ -1,0 +1,303 @@
+"""Tool calls inside a turn: authorize every call first, then run it by kind (read, action, agent).
+
+An action the actor may not invoke fails before it parks; an approval is bound to the hash of the
+validated arguments and the requester, and execution re-checks both. Each call's audit row moves
+`started → executed|failed` (or `pending_approval → executed|rejected|expired|failed`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, Literal
+
+from agora_agent.errors import ToolError
+from agora_agent.loop.types import PendingApproval, RunState, now_utc, serialize_output, to_jsonable
+from agora_agent.messages import ToolCall, ToolResult
+from agora_agent.stores.base import ApprovalRecord, ToolCallPatch, ToolCallRecord
+from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
+from agora_agent.tools.context import ToolContext
+from agora_agent.tools.registry import AuthorizedCall
+from agora_agent.tools.retry import run_with_retry
+
+__all__ = ["handle_tool_call"]
+
+logger = logging.getLogger("agora_agent.loop")
+
+
+def _context(state: RunState, call: ToolCall) -> ToolContext:
+    run, writer = state.run, state.writer
+
+    async def emit(name: str, data: Any) -> None:
+        await writer.write(ComponentFrame(name=name, data=to_jsonable(data)))
+
+    return ToolContext(
+        actor=run.actor,
+        thread_id=run.thread_id,
+        run_id=run.run_id,
+        tool_call_id=call.id,
+        agent=state.deps.agent.name,
+        persona=state.persona.id if state.persona else None,
+        page_context=run.page_context,
+        _emitter=emit,
+    )
+
+
+def _redact(state: RunState, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    plain = dict(args)
+    redactor = state.deps.redactor
+    return redactor(name, plain) if redactor is not None else plain
+
+
+async def _frame(
+    state: RunState,
+    call: ToolCall,
+    kind: str,
+    status: ToolFrameStatus,
+    *,
+    input: Any = None,
+    output: Any = None,
+    error: str | None = None,
+) -> None:
+    await state.writer.write(
+        ToolFrame(
+            tool_call_id=call.id, name=call.name, kind=kind, status=status, input=input, output=output, error=error
+        )
+    )
+
+
+async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> ToolResult:
+    deps, run, hooks = state.deps, state.run, state.hooks
+    spec = deps.registry.get(call.name)
+    kind = spec.kind if spec is not None else "read"  # TOOL-32: unknown names are handled as reads
+    ctx = _context(state, call)
+    allow = state.allow_list
+    if kind == "agent":
+        own = deps.agent.delegation_names()
+        allow = own if allow is None else (allow & own)
+
+    def base_record(status: str, **extra: Any) -> ToolCallRecord:
+        return ToolCallRecord(
+            id=call.id,
+            run_id=run.run_id,
+            thread_id=run.thread_id,
+            message_id=message_id,
+            tool_name=call.name,
+            tool_type=kind,
+            input=_redact(state, call.name, call.input),
+            status=status,  # type: ignore[arg-type]
+            actor_ref=run.actor.id,
+            tenant_ref=run.actor.tenant_ref,
+            idempotency_key=ctx.idempotency_key,
+            created_at=now_utc(),
+            **extra,
+        )
+
+    # Authorize first, for every kind: an action the actor may not invoke never parks (DESIGN §3).
+    try:
+        authorized = await deps.registry.authorize(call.name, call.input, ctx=ctx, policy=deps.policy, allow_list=allow)
+    except ToolError as exc:
+        message = str(exc)
+        refused = base_record("failed", error=message, policy_decision=f"refused: {type(exc).__name__}")
+        await hooks.step(f"persist:toolfail:{call.id}", partial(deps.store.record_tool_call, refused))
+        await _frame(state, call, kind, "failed", input=call.input, error=message)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+
+    if kind == "agent":
+        return await _delegate(state, call, authorized, base_record)
+    if kind == "action":
+        return await _run_action(state, call, authorized, ctx, base_record)
+    await hooks.step(
+        f"persist:toolcall:{call.id}",
+        lambda: deps.store.record_tool_call(base_record("started", policy_decision="allowed")),
+    )
+    await _frame(state, call, kind, "started", input=authorized.args)
+    return await _execute(state, call, kind, authorized, ctx, decided_by=None)
+
+
+async def _execute(
+    state: RunState,
+    call: ToolCall,
+    kind: str,
+    authorized: AuthorizedCall,
+    ctx: ToolContext,
+    *,
+    decided_by: str | None,
+) -> ToolResult:
+    deps, run, hooks = state.deps, state.run, state.hooks
+    started = time.perf_counter()
+    outcome: dict[str, Any] = {}
+
+    async def attempt() -> Any:
+        return await deps.registry.execute(authorized, ctx)
+
+    def on_retry(attempt_no: int, error: BaseException) -> None:
+        # RETRY-06: each transient failure that will be retried is reported (never the final one).
+        logger.warning(
+            "tool.retry run=%s tool=%s call=%s attempt=%d: %s", run.run_id, call.name, call.id, attempt_no, error
+        )
+
+    async def tool_step() -> dict[str, Any]:
+        # Errors become data inside the step, so a durable replay memoizes failures too.
+        try:
+            output = await run_with_retry(attempt, deps.retry, on_retry=on_retry)
+        except ToolError as exc:
+            return {"error": str(exc)}
+        except Exception as exc:
+            return {"error": f'Tool "{call.name}" failed: {exc}' if str(exc) else f'Tool "{call.name}" failed: {exc!r}'}
+        return {"output": to_jsonable(output)}
+
+    try:
+        outcome = await hooks.step(f"tool:{call.id}", tool_step)
+    except BaseException:
+        # Cancelled mid-tool: leave an honest audit row, then let the cancellation through.
+        await deps.store.update_tool_call(
+            run.run_id, call.id, ToolCallPatch(status="failed", error="run cancelled during execution")
+        )
+        raise
+    elapsed_ms = int((time.perf_counter() - started) * 1000)
+    if "error" in outcome:
+        error = str(outcome["error"])
+        await hooks.step(
+            f"persist:toolfail:{call.id}",
+            lambda: deps.store.update_tool_call(
+                run.run_id,
+                call.id,
+                ToolCallPatch(status="failed", error=error, execution_ms=elapsed_ms, decided_by=decided_by),
+            ),
+        )
+        await _frame(state, call, kind, "failed", error=error)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=error, is_error=True)
+    output = outcome["output"]
+    await hooks.step(
+        f"persist:toolexec:{call.id}",
+        lambda: deps.store.update_tool_call(
+            run.run_id,
+            call.id,
+            ToolCallPatch(
+                status="executed",
+                output=output,
+                execution_ms=elapsed_ms,
+                executed_by_ref=run.actor.id,
+                decided_by=decided_by,
+            ),
+        ),
+    )
+    await _frame(state, call, kind, "executed", output=output)
+    return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(output))
+
+
+async def _run_action(
+    state: RunState,
+    call: ToolCall,
+    authorized: AuthorizedCall,
+    ctx: ToolContext,
+    base_record: Callable[..., ToolCallRecord],
+) -> ToolResult:
+    deps, run, hooks = state.deps, state.run, state.hooks
+    spec = authorized.spec
+    deadline = now_utc() + spec.approval_ttl if spec.approval_ttl is not None else None
+
+    async def park() -> None:
+        # Tool-call row first, then the approval: once the `tool` frame is out, a decision can land.
+        await deps.store.record_tool_call(base_record("pending_approval", policy_decision="allowed"))
+        await deps.store.create_approval(
+            ApprovalRecord(
+                run_id=run.run_id,
+                tool_call_id=call.id,
+                thread_id=run.thread_id,
+                tool_name=call.name,
+                args_hash=authorized.args_hash,
+                requested_by=run.actor.id,
+                approver_roles=spec.approver_roles,
+                deadline=deadline,
+                created_at=now_utc(),
+            )
+        )
+
+    await hooks.step(f"persist:toolcall:{call.id}", park)
+    await _frame(state, call, "action", "pending_approval", input=authorized.args)
+    decision = await hooks.await_approval(
+        PendingApproval(run_id=run.run_id, tool_call_id=call.id, tool_name=call.name, deadline=deadline)
+    )
+    if decision.status != "approved":
+        reason = decision.reason or ("approval expired" if decision.status == "expired" else "rejected by user")
+        status: Literal["rejected", "expired"] = "expired" if decision.status == "expired" else "rejected"
+        await hooks.step(
+            f"persist:toolreject:{call.id}",
+            lambda: deps.store.update_tool_call(
+                run.run_id, call.id, ToolCallPatch(status=status, error=reason, decided_by=decision.decided_by)
+            ),
+        )
+        await _frame(state, call, "action", status, error=reason)
+        payload = {"rejected": True, "reason": reason}
+        return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
+
+    # Approved: re-check every filter (roles may have changed while parked) and the argument hash.
+    try:
+        recheck = await deps.registry.authorize(
+            call.name, call.input, ctx=ctx, policy=deps.policy, allow_list=state.allow_list
+        )
+        if recheck.args_hash != authorized.args_hash:
+            raise ToolError(call.name, f'Tool "{call.name}": arguments changed after approval; refusing to execute')
+    except ToolError as exc:
+        message = str(exc)
+        await hooks.step(
+            f"persist:toolfail:{call.id}",
+            lambda: deps.store.update_tool_call(
+                run.run_id, call.id, ToolCallPatch(status="failed", error=message, decided_by=decision.decided_by)
+            ),
+        )
+        await _frame(state, call, "action", "failed", error=message)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+    await _frame(state, call, "action", "approved")
+    return await _execute(state, call, "action", recheck, ctx, decided_by=decision.decided_by)
+
+
+async def _delegate(
+    state: RunState,
+    call: ToolCall,
+    authorized: AuthorizedCall,
+    base_record: Callable[..., ToolCallRecord],
+) -> ToolResult:
+    deps, run, hooks = state.deps, state.run, state.hooks
+    target = authorized.spec.target_agent or ""
+    task = str(authorized.args.get("task", ""))
+    if run.depth >= deps.max_delegation_depth:
+        message = f'Tool "{call.name}": delegation depth limit of {deps.max_delegation_depth} reached; answer directly'
+        await hooks.step(
+            f"persist:toolfail:{call.id}",
+            lambda: deps.store.record_tool_call(base_record("failed", error=message, policy_decision="depth_limit")),
+        )
+        await _frame(state, call, "agent", "failed", error=message)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+    await hooks.step(
+        f"persist:toolcall:{call.id}",
+        lambda: deps.store.record_tool_call(base_record("started", policy_decision="allowed")),
+    )
+    await _frame(state, call, "agent", "started", input=authorized.args)
+    started = time.perf_counter()
+    try:
+        text = await hooks.run_agent(target, task)
+    except Exception as exc:
+        message = f'Delegation to "{target}" failed: {exc}'
+        await hooks.step(
+            f"persist:toolfail:{call.id}",
+            lambda: deps.store.update_tool_call(run.run_id, call.id, ToolCallPatch(status="failed", error=message)),
+        )
+        await _frame(state, call, "agent", "failed", error=message)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+    output = {"text": text}
+    elapsed_ms = int((time.perf_counter() - started) * 1000)
+    await hooks.step(
+        f"persist:toolexec:{call.id}",
+        lambda: deps.store.update_tool_call(
+            run.run_id,
+            call.id,
+            ToolCallPatch(status="executed", output=output, execution_ms=elapsed_ms, executed_by_ref=run.actor.id),
+        ),
+    )
+    await _frame(state, call, "agent", "executed", output=output)
+    return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(output))

@@ -1,0 +1,254 @@
+"""`run_agent_loop`: one governed turn — model → tools → approval → model … (REFERENCE ARCH-LOOP-01..18).
+
+The loop is framework-agnostic: it talks to small protocols (model, store, registry, policy, quota,
+pricing) and to a `LoopHooks` object, the only difference between running in-process and running
+durably. Every side effect goes through `hooks.step(name, fn)` with the stable names of DUR-04, so a
+durable replay never repeats one.
+
+Where DESIGN §3 decides differently from the reference, this loop follows DESIGN:
+- the run row is written by the runner before `start()` returns (a client can stream or approve at once);
+- quota is reserved before each model call and settled after (`quota:reserve:<i>` / `quota:settle:<i>`);
+- an action the actor may not invoke fails before it parks; the approval row is bound to the hash of
+  the validated arguments and the requester, and execution re-checks both;
+- tool calls move `started → executed|failed`, carry an idempotency key and `execution_ms`, and their
+  results are persisted and replayed in history.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from agora_agent.agents import derive_title, effective_allow_list, resolve_system_prompt
+from agora_agent.governance.pricing import estimate_cost
+from agora_agent.governance.quota import Reservation, period_key
+from agora_agent.loop.tool_calls import handle_tool_call
+from agora_agent.loop.types import LoopDeps, LoopHooks, LoopResult, RunInput, RunState, now_utc, serialize_output
+from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition, ToolResult
+from agora_agent.stores.base import AgentStore, ToolCallRecord, UsageRecord
+from agora_agent.streaming.frames import TextFrame
+from agora_agent.tools.spec import DescribeContext
+
+__all__ = ["run_agent_loop"]
+
+
+async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
+    """Drive one run to completion. Raises on failure; the runner records `failed`/`cancelled`.
+
+    No try/finally around the whole loop (ARCH-LOOP-17): the sink is ended by the caller on every
+    outcome, so a durable suspension can pass through untouched.
+    """
+    agent = deps.agent
+    store = deps.store
+    persona = agent.persona(run.persona_id)
+    system = await resolve_system_prompt(agent, persona, run.actor, run.page_context)
+
+    if deps.quota is not None:
+        quota = deps.quota
+        await hooks.step("quota:check", lambda: quota.check(run.actor, period_key(quota.budget, run.day)))
+
+    await hooks.step(
+        "persist:user",
+        lambda: store.append_message(
+            thread_id=run.thread_id,
+            role="user",
+            content=run.user_text,
+            run_id=run.run_id,
+            persona=persona.id if persona else None,
+            attachments=list(run.attachments) or None,
+        ),
+    )
+    thread_title, history = await hooks.step("load:thread", lambda: _load_history(store, run.thread_id))
+    writer = await hooks.open_sink()
+    state = RunState(
+        deps=deps,
+        run=run,
+        hooks=hooks,
+        writer=writer,
+        persona=persona,
+        allow_list=effective_allow_list(agent, persona),
+    )
+    if deps.pricing is not None:
+        pricing = deps.pricing
+        price_list = await hooks.step("pricing:list", pricing.list_current_prices)
+        state.prices = {p.model_id: p for p in price_list}
+
+    messages = list(history)
+    last_text = ""
+    steps = 0
+    total_in = total_out = 0
+    known_cost: float | None = None
+    for i in range(deps.max_steps):
+        tools = await _offered_tools(state)
+        request = ModelRequest(system=system, messages=tuple(messages), tools=tuple(tools), model_id=agent.model_id)
+        turn = await _model_step(state, i, request)
+        steps += 1
+        last_text = turn.text
+        total_in += turn.usage.input_tokens
+        total_out += turn.usage.output_tokens
+        model_id = turn.model_id or agent.model_id or deps.model.model_id or "unknown"
+        cost = _step_cost(state, turn, model_id)
+        if cost is not None:
+            known_cost = (known_cost or 0.0) + cost
+        assistant = await hooks.step(
+            f"persist:assistant:{i}",
+            partial(
+                store.append_message,
+                thread_id=run.thread_id,
+                role="assistant",
+                content=turn.text,
+                run_id=run.run_id,
+                persona=persona.id if persona else None,
+                tool_calls=list(turn.tool_calls) or None,
+                usage=_usage_json(turn, cost),
+            ),
+        )
+        await hooks.step(f"persist:usage:{i}", partial(_record_usage, state, turn, model_id, assistant.id))
+        messages.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
+        if not turn.tool_calls:
+            break
+        results = [await handle_tool_call(state, call, assistant.id) for call in turn.tool_calls]
+        messages.append(ModelMessage(role="tool", tool_results=tuple(results)))
+    # ARCH-LOOP-18: max_steps exhausted while the model still asks for tools ends the run quietly.
+
+    if thread_title in ("", "New chat"):
+        await hooks.step("persist:title", lambda: store.set_title(run.thread_id, derive_title(run.user_text)))
+    await hooks.step(
+        "persist:run:end",
+        lambda: store.record_run_end(
+            run.run_id,
+            status="completed",
+            step_count=steps,
+            input_tokens=total_in,
+            output_tokens=total_out,
+            cost_usd=known_cost,
+        ),
+    )
+    return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
+
+
+async def _load_history(store: AgentStore, thread_id: str) -> tuple[str, list[ModelMessage]]:
+    """The thread as model messages, each assistant tool call followed by its persisted result."""
+    thread = await store.get_thread(thread_id)
+    records = await store.list_messages(thread_id)
+    calls = await store.list_tool_calls(thread_id=thread_id)
+    by_id = {(c.run_id, c.id): c for c in calls}
+    history: list[ModelMessage] = []
+    for m in records:
+        if m.role == "user":
+            history.append(ModelMessage(role="user", content=m.content, attachments=tuple(m.attachments or ())))
+            continue
+        tool_calls = tuple(m.tool_calls or ())
+        history.append(ModelMessage(role="assistant", content=m.content, tool_calls=tool_calls))
+        if tool_calls:
+            results = []
+            for call in tool_calls:
+                row = by_id.get((m.run_id or "", call.id))
+                results.append(_result_from_row(call, row))
+            history.append(ModelMessage(role="tool", tool_results=tuple(results)))
+    return (thread.title if thread else ""), history
+
+
+def _result_from_row(call: ToolCall, row: ToolCallRecord | None) -> ToolResult:
+    if row is None or row.status in ("started", "pending_approval", "unknown_after_crash"):
+        return ToolResult(tool_call_id=call.id, name=call.name, content="no result was recorded", is_error=True)
+    if row.status in ("rejected", "expired"):
+        payload = {"rejected": True, "reason": row.error or "rejected by user"}
+        return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
+    if row.error is not None:
+        return ToolResult(tool_call_id=call.id, name=call.name, content=row.error, is_error=True)
+    return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(row.output))
+
+
+async def _offered_tools(state: RunState) -> list[ToolDefinition]:
+    deps, run = state.deps, state.run
+    offered = await deps.registry.offer(
+        run.actor,
+        policy=deps.policy,
+        allow_list=state.allow_list,
+        describe_ctx=DescribeContext(actor=run.actor, thread_id=run.thread_id, agent=deps.agent.name),
+    )
+    own = deps.agent.delegation_names()
+    return [t for t in offered if t.kind != "agent" or t.name in own]
+
+
+async def _model_step(state: RunState, i: int, request: ModelRequest) -> ModelTurn:
+    deps, run, hooks, writer = state.deps, state.run, state.hooks, state.writer
+    reservation: Reservation | None = None
+    if deps.quota is not None:
+        quota = deps.quota
+        budget = quota.budget
+        reserve_usd = budget.reserve_usd if (budget.usd_per_actor or budget.usd_per_tenant) else 0.0
+        reservation = await hooks.step(
+            f"quota:reserve:{i}",
+            lambda: quota.reserve(
+                run.actor,
+                period_key(budget, run.day),
+                reservation_id=f"{run.run_id}:{i}",
+                tokens=budget.reserve_tokens,
+                usd=reserve_usd,
+            ),
+        )
+
+    async def on_text(delta: str) -> None:
+        if delta:
+            await writer.write(TextFrame(delta=delta))
+
+    try:
+        turn = await hooks.step(f"llm:{i}", lambda: deps.model.run_turn(request, on_text))
+    except BaseException:
+        if reservation is not None and deps.quota is not None:
+            await deps.quota.release(reservation)
+        raise
+    if reservation is not None and deps.quota is not None:
+        quota = deps.quota
+        model_id = turn.model_id or deps.agent.model_id or deps.model.model_id or "unknown"
+        usd = _step_cost(state, turn, model_id) or 0.0
+        held = reservation
+        await hooks.step(
+            f"quota:settle:{i}",
+            lambda: quota.settle(held, tokens=turn.usage.total_tokens, usd=usd),
+        )
+    return turn
+
+
+def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
+    """COST-01: provider-reported cost, else an estimate from the current price, else None (never 0)."""
+    if turn.cost_usd is not None:
+        return turn.cost_usd
+    price = state.prices.get(model_id)
+    return estimate_cost(turn.usage, price) if price is not None else None
+
+
+def _usage_json(turn: ModelTurn, cost: float | None) -> dict[str, Any]:
+    usage: dict[str, Any] = {"inputTokens": turn.usage.input_tokens, "outputTokens": turn.usage.output_tokens}
+    if turn.usage.cache_read_tokens is not None:
+        usage["cacheReadTokens"] = turn.usage.cache_read_tokens
+    if turn.usage.cache_write_tokens is not None:
+        usage["cacheWriteTokens"] = turn.usage.cache_write_tokens
+    if turn.usage.reasoning_tokens is not None:
+        usage["reasoningTokens"] = turn.usage.reasoning_tokens
+    usage["costUsd"] = cost
+    return usage
+
+
+async def _record_usage(state: RunState, turn: ModelTurn, model_id: str, message_id: str) -> None:
+    run = state.run
+    await state.deps.store.record_usage(
+        UsageRecord(
+            id=f"{run.run_id}:{message_id}",
+            thread_id=run.thread_id,
+            run_id=run.run_id,
+            message_id=message_id,
+            actor_ref=run.actor.id,
+            tenant_ref=run.actor.tenant_ref,
+            model_id=model_id,
+            purpose="chat",
+            input_tokens=turn.usage.input_tokens,
+            output_tokens=turn.usage.output_tokens,
+            cache_read_tokens=turn.usage.cache_read_tokens,
+            cache_write_tokens=turn.usage.cache_write_tokens,
+            cost_usd=turn.cost_usd,  # COST-05: the ledger keeps provider-reported cost only
+            created_at=now_utc(),
+        )
+    )

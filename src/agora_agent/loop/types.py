@@ -1,0 +1,155 @@
+"""The values the loop runs on: its input, dependencies, hooks and result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, TypeVar
+
+from agora_agent.actors import Actor
+from agora_agent.agents import AgentDefinition, Persona
+from agora_agent.governance.policy import RolesPolicy
+from agora_agent.governance.pricing import ModelPrice, PricingStore
+from agora_agent.governance.quota import QuotaStore
+from agora_agent.messages import Attachment
+from agora_agent.models.base import ModelProvider
+from agora_agent.stores.base import AgentStore, ApprovalRecord
+from agora_agent.streaming.sink import SinkWriter
+from agora_agent.tools.registry import ToolRegistry
+from agora_agent.tools.retry import TransientRetry
+
+__all__ = [
+    "ApprovalDecision",
+    "LoopDeps",
+    "LoopHooks",
+    "LoopResult",
+    "PendingApproval",
+    "Redactor",
+    "RunInput",
+    "RunState",
+    "approval_deadline_passed",
+    "now_utc",
+    "serialize_output",
+    "to_jsonable",
+]
+
+T = TypeVar("T")
+Redactor = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunInput:
+    """One run's input. `day` (UTC `YYYY-MM-DD`) is stamped once by the caller (QUOTA-06)."""
+
+    run_id: str
+    thread_id: str
+    actor: Actor
+    user_text: str
+    day: str
+    agent_name: str = "default"
+    persona_id: str | None = None
+    page_context: Mapping[str, Any] | None = None
+    attachments: tuple[Attachment, ...] = ()
+    parent_run_id: str | None = None
+    depth: int = 0
+
+
+@dataclass(kw_only=True)
+class LoopDeps:
+    """What the loop runs against, built per agent by the service."""
+
+    model: ModelProvider
+    store: AgentStore
+    registry: ToolRegistry
+    policy: RolesPolicy
+    agent: AgentDefinition
+    quota: QuotaStore | None = None
+    pricing: PricingStore | None = None
+    retry: TransientRetry | None = None
+    max_steps: int = 8
+    redactor: Redactor | None = None
+    max_delegation_depth: int = 3
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingApproval:
+    """An approval the loop waits for."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    deadline: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalDecision:
+    status: Literal["approved", "rejected", "expired"]
+    decided_by: str | None = None
+    reason: str | None = None
+
+
+class LoopHooks(Protocol):
+    """The seam between the loop and its runner (ARCH-12)."""
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T: ...
+
+    async def await_approval(self, pending: PendingApproval) -> ApprovalDecision: ...
+
+    async def open_sink(self) -> SinkWriter: ...
+
+    async def run_agent(self, agent_name: str, task: str) -> str: ...
+
+
+@dataclass(kw_only=True)
+class LoopResult:
+    text: str
+    steps: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """Everything one run's steps share (internal to the loop package)."""
+
+    deps: LoopDeps
+    run: RunInput
+    hooks: LoopHooks
+    writer: SinkWriter
+    persona: Persona | None
+    allow_list: frozenset[str] | None
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def serialize_output(output: Any) -> str:
+    """Tool output as the model sees it: strings as-is, everything else as JSON (TOOL-04)."""
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, default=str, ensure_ascii=False)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Make a tool's output storable as JSON (pydantic models, dataclasses, dates …)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.loads(json.dumps(value, default=json_default))
+
+
+def json_default(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    return str(value)
+
+
+def approval_deadline_passed(approval: ApprovalRecord, now: datetime | None = None) -> bool:
+    return approval.deadline is not None and (now or now_utc()) >= approval.deadline
