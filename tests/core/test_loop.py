@@ -106,7 +106,8 @@ async def svc_factory() -> AsyncIterator[Callable[..., Any]]:
         await s.close()
 
 
-@pytest.mark.ref("ARCH-LOOP-04", "ARCH-LOOP-12", "ARCH-LOOP-15", "ARCH-LOOP-16", "SINK-02")
+@pytest.mark.ref("ARCH-LOOP-04", "ARCH-LOOP-12", "ARCH-LOOP-15", "ARCH-LOOP-16", "SINK-02", "ARCH-16", "QUOTA-01")
+@pytest.mark.ref("PERS-03", "TEST-01", "TEST-02", "TEST-03", "HTTP-02", "STORE-21")
 async def test_plain_turn_streams_persists_and_titles(svc_factory: Any) -> None:
     service = await svc_factory(echo_script("Hello there, friend"))
     started = await service.chat(ALICE, "  Where is my parcel?\nIt is late. ")
@@ -121,9 +122,11 @@ async def test_plain_turn_streams_persists_and_titles(svc_factory: Any) -> None:
     assert detail.thread.title == "Where is my parcel? It is late."
     assert detail.thread.active_stream_id == started.run_id
     assert (await service.quota_today(ALICE)).used_tokens == run.input_tokens + run.output_tokens > 0
+    model: FakeModel = service.model  # type: ignore[assignment]
+    assert model.requests[0].system == "You are a helpful assistant."
 
 
-@pytest.mark.ref("TOOL-30", "ARCH-LOOP-14", "STORE-G1", "TOOL-34")
+@pytest.mark.ref("TOOL-30", "ARCH-LOOP-14", "STORE-G1", "TOOL-34", "GAP-01", "TOOL-35")
 async def test_read_tool_result_is_persisted_audited_and_replayed(svc_factory: Any) -> None:
     model_script = calls_then_text(ToolCallRequest(name="lookup_order", input={"order_id": 7}), text="It shipped.")
     service = await svc_factory(model_script)
@@ -147,7 +150,7 @@ async def test_read_tool_result_is_persisted_audited_and_replayed(svc_factory: A
     assert [json.loads(r.content)["status"] for r in replayed] == ["shipped"]
 
 
-@pytest.mark.ref("TOOL-26", "TOOL-29", "TOOL-32", "POL-01")
+@pytest.mark.ref("TOOL-26", "TOOL-29", "TOOL-32", "POL-01", "TOOL-33", "GAP-03", "TOOL-21")
 async def test_forbidden_and_unknown_tools_fail_and_run_goes_on(svc_factory: Any) -> None:
     model_script = calls_then_text(
         ToolCallRequest(name="refund_order", input={"order_id": 1, "amount": 5}),
@@ -166,7 +169,7 @@ async def test_forbidden_and_unknown_tools_fail_and_run_goes_on(svc_factory: Any
     assert RefundOrder.executed == []
 
 
-@pytest.mark.ref("TOOL-31", "LATER-06")
+@pytest.mark.ref("TOOL-31", "LATER-06", "GAP-02", "GAP-04")
 async def test_approve_executes_once_with_decider_recorded(svc_factory: Any) -> None:
     service = await svc_factory(
         calls_then_text(ToolCallRequest(name="refund_order", input={"order_id": 1001, "amount": 12.5}))
@@ -250,6 +253,7 @@ class _ApproveOnPendingSink(MemoryTokenSink):
         return Writer()
 
 
+@pytest.mark.ref("GAP-02")
 async def test_decision_before_park_is_kept(svc_factory: Any) -> None:
     sink = _ApproveOnPendingSink()
     service = await svc_factory(
@@ -336,6 +340,7 @@ async def test_non_transient_failure_is_not_retried(svc_factory: Any) -> None:
     assert (await service.wait_for_run(started.run_id)).status == "completed"
 
 
+@pytest.mark.ref("TOOL-23", "QUOTA-04", "GAP-10", "QUOTA-07")
 async def test_budget_reservation_bounds_overshoot_under_50_concurrent_runs(svc_factory: Any) -> None:
     per_turn = Usage(input_tokens=40, output_tokens=20)  # 60 tokens per model call
     budget = Budget(tokens_per_actor=1000, reserve_tokens=100)
@@ -376,7 +381,7 @@ async def test_over_budget_mid_run_fails_with_error_frame(svc_factory: Any) -> N
     assert run.status == "failed" and "budget" in (run.error or "")
 
 
-@pytest.mark.ref("DLG-04", "DLG-05", "DLG-06", "GAP-09", "AGENT-03")
+@pytest.mark.ref("DLG-04", "DLG-05", "DLG-06", "GAP-09", "AGENT-03", "DLG-02", "DLG-03", "AGENT-01")
 async def test_delegation_runs_sub_agent_and_forwards_its_text(svc_factory: Any) -> None:
     def script(request: ModelRequest, i: int) -> ScriptedTurn:
         if request.system.startswith("You analyse"):
@@ -447,7 +452,7 @@ async def test_nested_action_is_auto_declined(svc_factory: Any) -> None:
     assert (await service.wait_for_run(started.run_id)).status == "completed"
 
 
-@pytest.mark.ref("PERS-01", "PERS-02", "ARCH-LOOP-01", "TOOL-28")
+@pytest.mark.ref("PERS-01", "PERS-02", "ARCH-LOOP-01", "TOOL-28", "PERS-04")
 async def test_persona_wraps_agent_prompt_and_narrows_tools(svc_factory: Any) -> None:
     def pirate(ctx: PromptContext) -> str:
         return f"[pirate for {ctx.actor.id}] {ctx.base_prompt}"
@@ -470,6 +475,7 @@ async def test_persona_wraps_agent_prompt_and_narrows_tools(svc_factory: Any) ->
         await service.chat(ALICE, "hi", persona="ninja")
 
 
+@pytest.mark.ref("GAP-06", "AGENT-02")
 async def test_chat_input_validation(svc_factory: Any) -> None:
     service = await svc_factory(echo_script())
     with pytest.raises(InvalidRequestError):
@@ -512,7 +518,7 @@ async def test_cancel_mid_tool_really_cancels(svc_factory: Any) -> None:
     assert await service.cancel(started.run_id) is False  # first terminal state wins
 
 
-@pytest.mark.ref("ARCH-LOOP-18", "AGENT-04")
+@pytest.mark.ref("ARCH-LOOP-18", "AGENT-04", "GAP-07", "CFG-17")
 async def test_max_steps_per_agent_ends_run_quietly(svc_factory: Any) -> None:
     forever = lambda req, i: ScriptedTurn(  # noqa: E731
         text=f"step{i} ", tool_calls=[ToolCallRequest(name="lookup_order", input={"order_id": i})]
