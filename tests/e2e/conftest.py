@@ -73,11 +73,9 @@ class DemoServer:
             yield client
 
 
-@pytest.fixture(scope="session")
-def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
-    workdir = tmp_path_factory.mktemp("demo")
+@contextmanager
+def launch_demo(workdir: Path, *extra: str) -> Iterator[DemoServer]:
+    """`agora-agent demo` in a subprocess on a free port; yields once uvicorn reports startup complete."""
     port = _free_port()
     db = workdir / "demo.db"
     process = subprocess.Popen(
@@ -94,6 +92,7 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
             str(WORD_DELAY),
             "--log-level",
             "info",
+            *extra,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -130,7 +129,26 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
 
 
 @pytest.fixture(scope="session")
+def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
+    with launch_demo(tmp_path_factory.mktemp("demo")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def tight_budget_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
+    """A second demo whose daily budget (1 token) is spent by the first reply."""
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
+    with launch_demo(tmp_path_factory.mktemp("demo-budget"), "--daily-tokens", "1") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Module scope: sync Playwright keeps an event loop running in this thread while it is open, which
+    # pytest-asyncio's tests in other modules must not meet.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -144,8 +162,11 @@ def open_as(browser: Any, demo_server: DemoServer) -> Iterator[Any]:
     """`open_as(user, path)` -> a page signed in as `user` (None = signed out), errors collected on `page.errors`."""
     contexts: list[Any] = []
 
-    def opener(user: str | None, path: str = "/agent/ui/", *, theme: str = "light") -> Any:
-        context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=demo_server.base)
+    def opener(
+        user: str | None, path: str = "/agent/ui/", *, theme: str = "light", server: DemoServer | None = None
+    ) -> Any:
+        base = (server or demo_server).base
+        context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=base)
         context.add_init_script(f"localStorage.setItem('agora.theme', '{theme}')")
         contexts.append(context)
         if user:

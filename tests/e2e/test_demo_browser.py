@@ -251,3 +251,65 @@ def test_formatters(open_as: Any) -> None:
         "model": "us.anthropic.claude-3",
         "ts": ["Jan 5, 09:03", "—"],
     }
+
+
+@pytest.mark.ref("QUOTA-03")
+def test_an_exhausted_budget_is_shown(open_as: Any, tight_budget_server: DemoServer) -> None:
+    page = open_as("alice", server=tight_budget_server)
+    ready(page)
+    send(page, "hello")
+    settled(page)
+    reply = send(page, "hello again")
+    settled(page)
+    assert "Budget reached" in reply.locator(".run-error").inner_text()
+    assert "/ 1 tokens today" in page.inner_text("#quota")
+
+
+@pytest.mark.ref("PERS-01", "TOOL-28", "HTTP-08")
+def test_the_read_only_persona_cannot_refund_and_threads_reopen(open_as: Any) -> None:
+    page = open_as("alice")
+    ready(page)
+    assert page.locator("#persona option").all_inner_texts() == ["Support assistant", "Read-only viewer"]
+    page.select_option("#persona", "readonly")
+    reply = send(page, "refund order 1001")
+    settled(page)
+    assert "`refund_order` is not offered to you" in reply_text(reply)
+    active = page.locator(".thread.active")
+    assert active.locator(".t-title").inner_text() == "refund order 1001"
+    thread_id = active.get_attribute("data-thread-id")
+    page.click("#new-chat")
+    assert page.locator(".msg").count() == 0
+    page.click(f".thread[data-thread-id='{thread_id}']")
+    page.wait_for_selector(".msg.assistant")
+    assert "is not offered to you" in page.inner_text("#messages")
+
+
+@pytest.mark.ref("DATA-08", "DATA-09")
+def test_the_governed_sql_tool_is_scoped_and_refuses_tables(open_as: Any) -> None:
+    page = open_as("bob")
+    ready(page)
+    reply = send(page, "sql: SELECT * FROM customers")
+    settled(page)
+    assert reply.locator(".tool[data-status=failed]").count() == 1
+    assert "customers" in reply.locator(".tool-error").inner_text()
+    reply = send(page, "sql: SELECT COUNT(*) AS n FROM orders")
+    settled(page)
+    assert "n 8" in reply_text(reply)  # globex has 8 orders; acme's 12 are invisible to bob
+
+
+@pytest.mark.ref("CLIENT-04")
+def test_a_dropped_connection_reattaches_without_duplicates(open_as: Any, demo_server: DemoServer) -> None:
+    page = open_as("alice")
+    ready(page)
+    reply = send(page, "tell me a long story")
+    page.wait_for_function(
+        "(() => { const m = document.querySelector('.msg.assistant.streaming .text');"
+        " return m && m.textContent.length > 40; })()"
+    )
+    page.evaluate("window.__AGENT_CHAT__.active.stream.drop()")  # the connection dies mid-reply
+    reply.locator(".reconnect").wait_for()  # the page says it is re-attaching (with Last-Event-ID)
+    settled(page)
+    assert reply_text(reply) == LONG_STORY  # every word once: the re-attach resumed after the last frame seen
+    assert reply.locator(".run-error").count() == 0
+    run_id = reply.get_attribute("data-run-id")
+    assert any(f"GET /agent/chat/{run_id}/stream" in line for line in demo_server.output)

@@ -29,8 +29,10 @@ const els = {
 const state = {
   threadId: null,
   threads: [],
-  active: null, // {stream, view, runId}
+  active: null, // {stream, view}
 };
+// For diagnostics and browser tests: `__AGENT_CHAT__.active.stream.drop()` simulates a dropped connection.
+window.__AGENT_CHAT__ = state;
 
 // ---------------------------------------------------------------- HTTP
 

@@ -27,8 +27,9 @@ export async function apiError(response, what) {
 }
 
 // Yields {id, event, data} for every data-bearing SSE event of a fetch body (comments/keep-alives skipped).
-export async function* readSse(body) {
+export async function* readSse(body, onReader = null) {
   const reader = body.getReader();
+  if (onReader) onReader(reader);
   const decoder = new TextDecoder();
   let buffer = "";
   try {
@@ -103,6 +104,11 @@ export class RunStream {
     this.controller.abort();
   }
 
+  // Cut the current connection as a network failure would (the run goes on; this client re-attaches).
+  drop() {
+    this.reader?.cancel().catch(() => {});
+  }
+
   async start(body) {
     const response = await fetch(`${this.base}/chat`, {
       method: "POST",
@@ -165,7 +171,7 @@ export class RunStream {
   }
 
   async consume(response) {
-    for await (const frame of readSse(response.body)) {
+    for await (const frame of readSse(response.body, (reader) => (this.reader = reader))) {
       if (frame.id) this.lastEventId = frame.id;
       if (frame.event === "meta") {
         this.runId = frame.data.runId || this.runId;
