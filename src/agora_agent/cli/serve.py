@@ -51,17 +51,14 @@ def load_target(spec: str) -> Any:
 
 
 def build_app(target: Any, spec: str = "target") -> Any:
-    """An ASGI app from a loaded target: AgentConfig/AgentService -> create_app + pages; an app as is."""
+    """An ASGI app from a loaded target: AgentConfig/AgentService -> `create_app` (with the pages); an app as is."""
     from agora_agent.config import AgentConfig
     from agora_agent.service import AgentService
 
     if isinstance(target, AgentConfig | AgentService):
         from agora_agent.web import create_app
-        from agora_agent.web.pages import mount_pages
 
-        app = create_app(target)
-        mount_pages(app, app.state.agent_service)
-        return app
+        return create_app(target)  # the agent routes, the chat page and the dashboard
     if isinstance(target, Starlette) or _is_asgi(target):
         return target  # a FastAPI/Starlette app, or any ASGI callable
     raise TargetError(f'"{spec}" is a {type(target).__name__}, expected an AgentConfig, an AgentService or an ASGI app')

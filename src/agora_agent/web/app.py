@@ -25,6 +25,7 @@ from starlette.responses import Response
 from agora_agent.config import AgentConfig
 from agora_agent.service import AgentService
 from agora_agent.web.errors import http_exception_response, validation_error_response
+from agora_agent.web.pages import mount_pages
 from agora_agent.web.router import agent_router
 
 __all__ = ["create_app"]
@@ -46,6 +47,8 @@ def create_app(config: AgentConfig | AgentService, *, title: str = "agora-agent"
     app = FastAPI(title=title, lifespan=lifespan, **fastapi_kwargs)
     app.state.agent_service = service
     app.include_router(agent_router(service))
+    # The chat page (<path>/ui) and, when governance_authorize is set, the dashboard (<path>/dashboard).
+    mount_pages(app, service)
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
