@@ -12,7 +12,7 @@ from agora_agent.actors import (
     UnconfiguredActorResolver,
 )
 from agora_agent.agents import AgentDefinition, Delegation, Persona, PromptContext
-from agora_agent.config import AgentConfig
+from agora_agent.config import AgentConfig, DashboardConfig
 from agora_agent.errors import (
     AgoraError,
     ConfigurationError,
@@ -58,6 +58,7 @@ __all__ = [
     "ClosedRolesPolicy",
     "ConfigurationError",
     "ConflictError",
+    "DashboardConfig",
     "DefaultRolesPolicy",
     "Delegation",
     "ForbiddenError",

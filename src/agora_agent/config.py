@@ -21,10 +21,28 @@ if TYPE_CHECKING:
     from agora_agent.governance.readmodel import GovernanceQueries
     from agora_agent.web.attachments import AttachmentStagingStore
 
-__all__ = ["AgentConfig", "GovernanceAuthorize"]
+__all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
 
 GovernanceAuthorize = Callable[[Actor, Any], "bool | Awaitable[bool]"]
 """`(actor, request) -> bool`: the one predicate behind governance routes, the dashboard and privilege."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DashboardConfig:
+    """The governance dashboard's shell (REFERENCE DASH-07). The data it shows is always gated by
+    `AgentConfig.governance_authorize`; these options only shape the page itself.
+
+    - `path`: where to mount it (default `<prefix>/dashboard`), normalised to one leading slash.
+    - `authorize(actor, request)`: an extra gate for the page (default: `governance_authorize`).
+      It may return a Starlette `Response` (e.g. a redirect), which is sent as is.
+    - `on_unauthenticated(request)`: runs before a 401; return a `Response` (e.g. a redirect to your
+      login page) to send it instead of the JSON 401.
+    """
+
+    enabled: bool = True
+    path: str | None = None
+    authorize: Callable[[Actor, Any], Any] | None = None
+    on_unauthenticated: Callable[[Any], Any] | None = None
 
 
 def _default_factory(cls: type) -> object:
@@ -70,7 +88,7 @@ class AgentConfig:
     tool_transient_retry: TransientRetry | bool = True
     redactor: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     debug: bool = False
-    dashboard: bool = True
+    dashboard: bool | DashboardConfig = True
     request_max_bytes: int = 1_048_576
     attachment_staging: AttachmentStagingStore | None = None
     attachment_max_bytes: int = 20 * 1024 * 1024

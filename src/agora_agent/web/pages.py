@@ -38,6 +38,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agora_agent.actors import Actor, ActorResolver
+from agora_agent.config import DashboardConfig
+from agora_agent.errors import ConfigurationError
 
 __all__ = ["DASHBOARD_GATE_WARNING", "DASHBOARD_QUERIES_WARNING", "PagesMount", "mount_pages"]
 
@@ -79,9 +81,14 @@ class _PagesConfig(Protocol):
     actor_resolver: ActorResolver
     governance_authorize: Any
     governance_queries: Any
-    dashboard: bool
+    dashboard: Any
     debug: bool
     path: str
+
+
+def _dashboard(config: _PagesConfig) -> DashboardConfig:
+    value = config.dashboard
+    return value if isinstance(value, DashboardConfig) else DashboardConfig(enabled=bool(value))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +143,7 @@ def _read_asset(page_dir: str, path: str) -> tuple[bytes, str] | None:
 
 def decide_dashboard_mount(config: _PagesConfig) -> tuple[bool, str | None]:
     """DASH-01: (mount?, warning). Silent when the dashboard is switched off."""
-    if not config.dashboard:
+    if not _dashboard(config).enabled:
         return False, None
     if config.governance_authorize is None:
         return False, DASHBOARD_GATE_WARNING.format(prefix=_normalise(config.path))
@@ -148,15 +155,17 @@ def decide_dashboard_mount(config: _PagesConfig) -> tuple[bool, str | None]:
 async def _gate(request: Request, config: _PagesConfig) -> Response | None:
     """DASH-03/04: None when the caller may see the dashboard, else the response to send."""
     debug = bool(config.debug)
+    settings = _dashboard(config)
     try:
         actor = await config.actor_resolver.resolve(request)
     except Exception as exc:
         message = str(exc) if debug and str(exc) else "unauthorized"
-        return JSONResponse({"error": message}, status_code=401)
+        return await _unauthenticated(request, settings, message)
     if not isinstance(actor, Actor):
-        return JSONResponse({"error": "unauthorized"}, status_code=401)
+        return await _unauthenticated(request, settings, "unauthorized")
+    authorize = settings.authorize or config.governance_authorize
     try:
-        verdict = config.governance_authorize(actor, request)
+        verdict = authorize(actor, request)
         if inspect.isawaitable(verdict):
             verdict = await verdict
     except Exception as exc:
@@ -167,6 +176,24 @@ async def _gate(request: Request, config: _PagesConfig) -> Response | None:
     if not verdict:
         return JSONResponse({"error": "forbidden"}, status_code=403)
     return None
+
+
+async def _unauthenticated(request: Request, settings: DashboardConfig, message: str) -> Response:
+    """DASH-03: `on_unauthenticated` runs before every 401 and may answer instead (e.g. a redirect)."""
+    if settings.on_unauthenticated is not None:
+        answer = settings.on_unauthenticated(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, Response):
+            return answer
+    return JSONResponse({"error": message}, status_code=401)
+
+
+def dashboard_mount_path(api_base: str, override: str | None) -> str:
+    """DASH-02: `<api base>/dashboard`, or the override with exactly one leading slash."""
+    if override is None:
+        return f"{api_base}/dashboard"
+    return "/" + override.strip("/")
 
 
 def mount_pages(
@@ -205,7 +232,8 @@ def mount_pages(
     if chat:
         chat_path = f"{api_base}/ui"
         dashboard_ok = decide_dashboard_mount(config)[0]
-        settings: dict[str, Any] = {"base": api_base, "dashboard": f"{api_base}/dashboard/" if dashboard_ok else None}
+        dash_url = dashboard_mount_path(api_base, _dashboard(config).path) + "/"
+        settings: dict[str, Any] = {"base": api_base, "dashboard": dash_url if dashboard_ok else None}
         settings.update(ui_settings or {})
         chat_index = _inject(
             _static_root().joinpath("chat", "index.html").read_text("utf-8"),
@@ -233,7 +261,10 @@ def mount_pages(
         warnings.append(warning)
         logger.warning(warning)
     if mount_ok:
-        dashboard_path = f"{api_base}/dashboard"
+        dashboard_path = dashboard_mount_path(api_base, _dashboard(config).path)
+        taken = {getattr(r, "path", None) for r in target.routes}
+        if dashboard_path in taken:  # DASH-08: mounting twice is a wiring mistake, say so
+            raise ConfigurationError(f"the governance dashboard is already mounted at {dashboard_path}")
         dash_index = _inject(
             _static_root().joinpath("dashboard", "index.html").read_text("utf-8"),
             base_href=f"{dashboard_path}/",
@@ -258,7 +289,12 @@ def mount_pages(
             body, content_type = found
             return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
 
-        add(f"{local}/dashboard", dashboard_index)
-        add(f"{local}/dashboard/{{path:path}}", dashboard_asset)
+        dash_local = (
+            dashboard_path[len(router_prefix) :]
+            if router_prefix and dashboard_path.startswith(router_prefix)
+            else dashboard_path
+        )
+        add(dash_local, dashboard_index)
+        add(f"{dash_local}/{{path:path}}", dashboard_asset)
 
     return PagesMount(chat_path=chat_path, dashboard_path=dashboard_path, warnings=warnings)
