@@ -128,10 +128,19 @@ def launch_demo(workdir: Path, *extra: str) -> Iterator[DemoServer]:
             process.stdout.close()
 
 
+def _require_chromium() -> None:
+    """Skip on a developer machine without Chromium; under CI=true its absence is a failure."""
+    if os.path.exists(CHROMIUM):
+        return
+    message = f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)"
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(f"{message} — CI must run the browser tests")
+    pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
+    _require_chromium()
     with launch_demo(tmp_path_factory.mktemp("demo")) as server:
         yield server
 
@@ -139,8 +148,7 @@ def demo_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer
 @pytest.fixture(scope="session")
 def tight_budget_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoServer]:
     """A second demo whose daily budget (1 token) is spent by the first reply."""
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (see .ci/run)")
+    _require_chromium()
     with launch_demo(tmp_path_factory.mktemp("demo-budget"), "--daily-tokens", "1") as server:
         yield server
 
