@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 
 from agora_agent.governance.pricing import ModelPrice, PricingStore
 from agora_agent.governance.readmodel import (
@@ -25,7 +25,6 @@ from agora_agent.governance.readmodel import (
     RunPage,
     RunQuery,
     RunReliability,
-    RunSummaryRow,
     RunToolCallRow,
     RunUsageRow,
     ThreadActivityRow,
@@ -35,47 +34,18 @@ from agora_agent.governance.readmodel import (
     clamp_limit,
     current_prices,
     day_bounds,
+    duration_ms,
     mean,
     rate,
+    run_summary,
     usage_row_cost,
 )
 from agora_agent.stores.base import MessageRecord, RunRecord, ToolCallRecord, UsageRecord
 from agora_agent.stores.memory import MemoryAgentStore
 
-__all__ = ["MemoryGovernanceQueries", "duration_ms", "run_summary"]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
+__all__ = ["MemoryGovernanceQueries"]
 _THREAD_RUNS = 20
 _THREAD_MESSAGES = 50
-
-
-def duration_ms(run: RunRecord) -> int | None:
-    """Whole milliseconds from start to finish (difference of epoch-ms values, as the SQL store keeps them)."""
-    if run.finished_at is None:
-        return None
-    return (run.finished_at - _EPOCH) // _MS - (run.started_at - _EPOCH) // _MS
-
-
-def run_summary(run: RunRecord) -> RunSummaryRow:
-    """The wire row of a run record."""
-    return RunSummaryRow(
-        id=run.id,
-        thread_id=run.thread_id,
-        agent_name=run.agent_name,
-        actor_ref=run.actor_ref,
-        tenant_ref=run.tenant_ref,
-        status=run.status,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        step_count=run.step_count,
-        input_tokens=run.input_tokens,
-        output_tokens=run.output_tokens,
-        cost_usd=run.cost_usd,
-        error=run.error,
-        durable=run.durable,
-        duration_ms=duration_ms(run),
-    )
 
 
 def _message_row(m: MessageRecord) -> RunMessageRow:

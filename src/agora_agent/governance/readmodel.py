@@ -27,6 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
 from agora_agent.messages import Usage
+from agora_agent.stores.base import RunRecord
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -54,8 +55,10 @@ __all__ = [
     "clamp_limit",
     "current_prices",
     "day_bounds",
+    "duration_ms",
     "mean",
     "rate",
+    "run_summary",
     "usage_row_cost",
 ]
 
@@ -405,3 +408,35 @@ def mean(values: Iterable[float]) -> float | None:
     """Arithmetic mean, None for no values."""
     items = list(values)
     return sum(items) / len(items) if items else None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+def duration_ms(run: RunRecord) -> int | None:
+    """Whole milliseconds from start to finish (difference of epoch-ms values, as the SQL store keeps them)."""
+    if run.finished_at is None:
+        return None
+    return (run.finished_at - _EPOCH) // _MS - (run.started_at - _EPOCH) // _MS
+
+
+def run_summary(run: RunRecord) -> RunSummaryRow:
+    """The wire row of a run record."""
+    return RunSummaryRow(
+        id=run.id,
+        thread_id=run.thread_id,
+        agent_name=run.agent_name,
+        actor_ref=run.actor_ref,
+        tenant_ref=run.tenant_ref,
+        status=run.status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        step_count=run.step_count,
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        cost_usd=run.cost_usd,
+        error=run.error,
+        durable=run.durable,
+        duration_ms=duration_ms(run),
+    )

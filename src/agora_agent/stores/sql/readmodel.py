@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -46,15 +46,16 @@ from agora_agent.governance.readmodel import (
     current_prices,
     day_bounds,
     rate,
+    run_summary,
 )
 from agora_agent.messages import Usage
+from agora_agent.stores.sql.records import run_record
 from agora_agent.stores.sql.tables import (
     MICROS_PER_DAY,
     approval,
     message,
     run,
     thread,
-    to_micros,
     token_usage,
     tool_call,
     usage_daily,
@@ -126,31 +127,8 @@ def _in_range(column: sa.ColumnElement[Any], from_day: date | None, to_day: date
     return conditions
 
 
-def _duration_ms(started: datetime, finished: datetime | None) -> int | None:
-    """Whole milliseconds: the difference of the two epoch-millisecond values (floor of each)."""
-    if finished is None:
-        return None
-    return to_micros(finished) // 1000 - to_micros(started) // 1000
-
-
 def _run_summary(row: sa.RowMapping) -> RunSummaryRow:
-    return RunSummaryRow(
-        id=row["id"],
-        thread_id=row["thread_id"],
-        agent_name=row["agent_name"],
-        actor_ref=row["actor_ref"],
-        tenant_ref=row["tenant_ref"],
-        status=row["status"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        step_count=row["step_count"],
-        input_tokens=row["input_tokens"],
-        output_tokens=row["output_tokens"],
-        cost_usd=row["cost_usd"],
-        error=row["error"],
-        durable=bool(row["durable"]),
-        duration_ms=_duration_ms(row["started_at"], row["finished_at"]),
-    )
+    return run_summary(run_record(row))
 
 
 def _message_row(row: sa.RowMapping) -> RunMessageRow:
