@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import RedirectResponse, Response
 
 from agora_agent.actors import Actor
@@ -35,7 +33,7 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.quota import Budget
 from agora_agent.models.base import ModelProvider
 from agora_agent.service import AgentService
-from agora_agent.web.errors import http_exception_response, validation_error_response
+from agora_agent.web.app import install_error_handlers
 from agora_agent.web.pages import mount_pages
 from agora_agent.web.router import agent_router
 
@@ -238,14 +236,5 @@ def create_demo_app(db_path: str | Path = ".agora/demo.db", **options: Any) -> F
     async def home() -> Response:
         return RedirectResponse("/agent/ui/", status_code=307)
 
-    async def on_http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StarletteHTTPException)
-        return http_exception_response(exc)
-
-    async def on_validation_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, RequestValidationError)
-        return validation_error_response(exc)
-
-    app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
+    install_error_handlers(app)
     return app

@@ -28,7 +28,7 @@ from agora_agent.web.errors import http_exception_response, validation_error_res
 from agora_agent.web.pages import mount_pages
 from agora_agent.web.router import agent_router
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "install_error_handlers"]
 
 
 def create_app(config: AgentConfig | AgentService, *, title: str = "agora-agent", **fastapi_kwargs: Any) -> FastAPI:
@@ -50,6 +50,13 @@ def create_app(config: AgentConfig | AgentService, *, title: str = "agora-agent"
     # The chat page (<path>/ui) and, when governance_authorize is set, the dashboard (<path>/dashboard).
     mount_pages(app, service)
 
+    install_error_handlers(app)
+    return app
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer the app's own 404/405/422 (outside the agent router) with `{"error": …}` bodies too."""
+
     async def on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         return http_exception_response(exc)
@@ -60,4 +67,3 @@ def create_app(config: AgentConfig | AgentService, *, title: str = "agora-agent"
 
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    return app
