@@ -18,7 +18,20 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.stores.sql.engine import WRITE, retry_transient
 from agora_agent.stores.sql.tables import model_pricing
 
-__all__ = ["SqlPricingStore"]
+__all__ = ["SqlPricingStore", "price_from_row"]
+
+
+def price_from_row(r: sa.RowMapping) -> ModelPrice:
+    """An `agent_model_pricing` row as a `ModelPrice`."""
+    return ModelPrice(
+        model_id=r["model_id"],
+        input_price_per_1m=r["input_price_per_1m"],
+        output_price_per_1m=r["output_price_per_1m"],
+        cache_write_price_per_1m=r["cache_write_price_per_1m"],
+        cache_read_price_per_1m=r["cache_read_price_per_1m"],
+        effective_from=r["effective_from"],
+    )
+
 
 _ATTEMPTS = 5
 
@@ -74,17 +87,7 @@ class SqlPricingStore:
         stmt = sa.select(model_pricing).where(model_pricing.c.is_current.is_(True)).order_by(model_pricing.c.model_id)
         async with self.engine.connect() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
-        return [
-            ModelPrice(
-                model_id=r["model_id"],
-                input_price_per_1m=r["input_price_per_1m"],
-                output_price_per_1m=r["output_price_per_1m"],
-                cache_write_price_per_1m=r["cache_write_price_per_1m"],
-                cache_read_price_per_1m=r["cache_read_price_per_1m"],
-                effective_from=r["effective_from"],
-            )
-            for r in rows
-        ]
+        return [price_from_row(r) for r in rows]
 
     async def price_history(self, model_id: str) -> list[ModelPrice]:
         """Every price the model ever had, oldest first (the last one is current)."""
@@ -95,14 +98,4 @@ class SqlPricingStore:
         )
         async with self.engine.connect() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
-        return [
-            ModelPrice(
-                model_id=r["model_id"],
-                input_price_per_1m=r["input_price_per_1m"],
-                output_price_per_1m=r["output_price_per_1m"],
-                cache_write_price_per_1m=r["cache_write_price_per_1m"],
-                cache_read_price_per_1m=r["cache_read_price_per_1m"],
-                effective_from=r["effective_from"],
-            )
-            for r in rows
-        ]
+        return [price_from_row(r) for r in rows]
