@@ -482,7 +482,8 @@ def _standing(approval: ApprovalRecord) -> dict[str, Any]:
     return {
         "status": approval.status,
         "decidedBy": approval.decided_by,
-        "decidedAt": approval.decided_at.isoformat() if approval.decided_at else None,
+        # Same spelling as the wire models (pydantic writes UTC as "Z").
+        "decidedAt": approval.decided_at.isoformat().replace("+00:00", "Z") if approval.decided_at else None,
         "reason": approval.reason,
     }
 
