@@ -62,6 +62,11 @@ class AgentConfig:
     - `governance_authorize` gates the governance routes, the dashboard and privileged access to
       other actors' runs and threads; without it nobody is privileged.
     - `actor_resolver` is the only source of identity; the default refuses every request.
+    - `recover_interrupted_runs`: at start-up, close runs a previous process left `running` (failed,
+      `started` tool calls `unknown_after_crash`, pending approvals `expired`). Default: on for a
+      SQLite URL (one process owns the file), off otherwise — never turn it on when several
+      processes run agents on one database.
+    - `debug`: show internal error messages to callers (401/403 reasons, failed-run details).
     """
 
     model: ModelProvider | str | Callable[[], ModelProvider]
@@ -88,6 +93,7 @@ class AgentConfig:
     tool_transient_retry: TransientRetry | bool = True
     redactor: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     debug: bool = False
+    recover_interrupted_runs: bool | None = None
     dashboard: bool | DashboardConfig = True
     request_max_bytes: int = 1_048_576
     attachment_staging: AttachmentStagingStore | None = None

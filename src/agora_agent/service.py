@@ -165,7 +165,9 @@ class AgentService:
             else:
                 self.quota = MemoryQuotaStore(config.budget)
         self.governance = self._resolve_governance()
-        self._runner = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink)
+        self._runner = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink, debug=config.debug)
+        if self._recovers_interrupted_runs():
+            await self._runner.recover_interrupted()
         self._started = True
 
     async def close(self) -> None:
@@ -189,6 +191,14 @@ class AgentService:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    def _recovers_interrupted_runs(self) -> bool:
+        """`recover_interrupted_runs`, defaulting to on where one process owns the store (SQLite)."""
+        setting = self.config.recover_interrupted_runs
+        if setting is not None:
+            return setting
+        store = self.config.store
+        return isinstance(store, str) and store.startswith("sqlite")
 
     def _resolve_pricing(self) -> PricingStore | None:
         setting = self.config.pricing

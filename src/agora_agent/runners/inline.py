@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TypeVar
 
-from agora_agent.errors import NotFoundError, QuotaExceededError
+from agora_agent.errors import AgoraError, NotFoundError, QuotaExceededError
 from agora_agent.loop import (
     ApprovalDecision,
     LoopDeps,
@@ -29,7 +29,7 @@ from agora_agent.loop import (
     approval_deadline_passed,
     run_agent_loop,
 )
-from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord
+from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
 from agora_agent.streaming.sink import SinkWriter, TokenSink
 
@@ -38,6 +38,7 @@ __all__ = ["InlineRunner"]
 logger = logging.getLogger("agora_agent.runner")
 T = TypeVar("T")
 NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
+INTERRUPTED = "interrupted: the server stopped while this run was in flight"
 
 DepsFactory = Callable[[str], LoopDeps]
 
@@ -111,10 +112,11 @@ class _Hooks:
 class InlineRunner:
     """Runs agent loops as asyncio tasks in this process."""
 
-    def __init__(self, *, deps_for: DepsFactory, store: AgentStore, sink: TokenSink) -> None:
+    def __init__(self, *, deps_for: DepsFactory, store: AgentStore, sink: TokenSink, debug: bool = False) -> None:
         self.deps_for = deps_for
         self.store = store
         self.sink = sink
+        self.debug = debug
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._events: dict[tuple[str, str], asyncio.Event] = {}
 
@@ -144,12 +146,47 @@ class InlineRunner:
             logger.exception("run %s failed", run.run_id)
             message = str(exc) or type(exc).__name__
             await self.store.record_run_end(run.run_id, status="failed", error=message)
-            error = ErrorFrame(message=message, code=type(exc).__name__)
+            error = ErrorFrame(message=self._public_message(exc, run.run_id), code=type(exc).__name__)
         finally:
             writer = await hooks.open_sink()
             if error is not None:
                 await writer.write(error)
             await writer.end()
+
+    def _public_message(self, exc: Exception, run_id: str) -> str:
+        """What the end user's stream shows. Our own errors are written for people (a provider's
+        message, a budget, a missing tool); anything else may carry internals, so outside `debug`
+        it is replaced by a pointer to the server log, where the whole exception was written."""
+        if self.debug or isinstance(exc, AgoraError):
+            return str(exc) or type(exc).__name__
+        return f"the run failed with an internal error (see the server log for run {run_id})"
+
+    async def recover_interrupted(self, *, limit: int = 1000) -> int:
+        """Close what a previous process left open: runs still `running` become `failed`, their
+        `started` tool calls `unknown_after_crash`, their pending approvals `expired` (nobody can
+        act on them any more). Only safe when no other process runs agents on this store.
+        Returns how many runs were closed."""
+        closed = 0
+        for record in await self.store.list_runs_by_status("running", limit=limit):
+            if record.id in self._tasks:
+                continue
+            for call in await self.store.list_tool_calls(run_id=record.id):
+                if call.status == "started":
+                    await self.store.update_tool_call(
+                        record.id, call.id, ToolCallPatch(status="unknown_after_crash", error=INTERRUPTED)
+                    )
+                elif call.status == "pending_approval":
+                    await self.store.decide_approval(
+                        record.id, call.id, status="expired", decided_by=None, reason=INTERRUPTED
+                    )
+                    await self.store.update_tool_call(
+                        record.id, call.id, ToolCallPatch(status="expired", error=INTERRUPTED)
+                    )
+            if await self.store.record_run_end(record.id, status="failed", error=INTERRUPTED):
+                closed += 1
+        if closed:
+            logger.warning("closed %d run(s) interrupted by a previous shutdown or crash", closed)
+        return closed
 
     async def run_nested(self, parent: RunInput, agent_name: str, task: str, parent_writer: SinkWriter) -> str:
         """DLG-06: the target agent on a transient sub-thread, own run row, same actor and day."""
@@ -223,8 +260,17 @@ class InlineRunner:
         finally:
             self._events.pop(key, None)
 
-    async def signal(self, run_id: str, tool_call_id: str) -> None:
-        """Wake the run parked on this tool call (the decision itself is already on the row)."""
+    async def signal(self, run_id: str, tool_call_id: str, decision: ApprovalDecision | None = None) -> None:
+        """Wake the run parked on this tool call (ARCH-07).
+
+        The decision lives on the approval row (server-authoritative): `AgentService.approve/reject`
+        write it and then signal. Passing `decision` writes it here first (compare-and-set, so a
+        decided approval keeps its standing decision) — for callers that drive the runner directly.
+        """
+        if decision is not None:
+            await self.store.decide_approval(
+                run_id, tool_call_id, status=decision.status, decided_by=decision.decided_by, reason=decision.reason
+            )
         event = self._events.get((run_id, tool_call_id))
         if event is not None:
             event.set()
