@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: test demo lint typecheck pytest clean
 
@@ -13,6 +14,11 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
+
+# The demo needs the core and the OpenAI adapter (for AGORA_MODEL / an OpenAI-compatible server), not the dev tools.
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e '.[openai]'
+	touch $(DEMO_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -28,7 +34,7 @@ pytest: $(STAMP)
 test: lint typecheck pytest
 
 ## demo: the offline demo on SQLite (no API key, no network)
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/agora-agent demo
 
 clean:
