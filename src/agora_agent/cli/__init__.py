@@ -41,6 +41,21 @@ def _load_commands() -> None:
 _load_commands()
 
 
+_USAGE_ERRORS = frozenset(
+    {
+        "ClickException",
+        "UsageError",
+        "BadParameter",
+        "MissingParameter",
+        "NoSuchOption",
+        "BadOptionUsage",
+        "BadArgumentUsage",
+        "NoArgsIsHelpError",
+        "FileError",
+    }
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of exiting (so tests can call it)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -53,12 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         typer.echo("aborted", err=True)
         return 1
-    except Exception as exc:  # click usage errors carry their own exit codes
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
+    except Exception as exc:
+        # Usage errors (unknown command, a value that does not parse) print one message and exit 2.
+        # typer vendors click, so its exception types are matched by name, not by import.
+        show = getattr(exc, "show", None)
+        exit_code = getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int) and type(exc).__name__ in _USAGE_ERRORS:
+            show()
+            return exit_code
         raise
     # with standalone_mode=False click returns a `typer.Exit`'s code instead of raising it
     return result if isinstance(result, int) else 0

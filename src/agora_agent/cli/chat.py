@@ -140,6 +140,8 @@ def chat(
 
     async def main() -> None:
         async with AgentClient(url, path=path, headers=headers) as client:
+            # Fail before the prompt, not after the first message: the server is there and knows us.
+            await client.quota_today()
             await run_chat(client, console, next_message, confirm, agent=agent, thread_id=thread)
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
