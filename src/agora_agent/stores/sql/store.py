@@ -68,6 +68,18 @@ class SqlAgentStore:
 
         return await retry_transient(attempt)
 
+    async def _insert(self, table: sa.Table, values: dict[str, Any], conflict: str) -> None:
+        """Insert one row; a duplicate key (or a missing parent row) is a ConflictError saying `conflict`."""
+
+        async def work(conn: AsyncConnection) -> None:
+            try:
+                async with conn.begin_nested():
+                    await conn.execute(sa.insert(table).values(values))
+            except sa.exc.IntegrityError as exc:
+                raise ConflictError(conflict) from exc
+
+        await self._write(work)
+
     async def _read_one(self, stmt: sa.Select[Any]) -> sa.RowMapping | None:
         async with self.engine.connect() as conn:
             row: sa.RowMapping | None = (await conn.execute(stmt)).mappings().first()
@@ -275,16 +287,11 @@ class SqlAgentStore:
     async def record_tool_call(self, record: ToolCallRecord) -> None:
         values = asdict(record)
 
-        async def work(conn: AsyncConnection) -> None:
-            try:
-                async with conn.begin_nested():
-                    await conn.execute(sa.insert(tool_call).values(values))
-            except sa.exc.IntegrityError as exc:
-                raise ConflictError(
-                    f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
-                ) from exc
-
-        await self._write(work)
+        await self._insert(
+            tool_call,
+            values,
+            f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)",
+        )
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
         changes = patch.changes()
@@ -324,16 +331,9 @@ class SqlAgentStore:
         values = asdict(record)
         values["approver_roles"] = None if record.approver_roles is None else list(record.approver_roles)
 
-        async def work(conn: AsyncConnection) -> None:
-            try:
-                async with conn.begin_nested():
-                    await conn.execute(sa.insert(approval).values(values))
-            except sa.exc.IntegrityError as exc:
-                raise ConflictError(
-                    f"an approval for tool call {record.tool_call_id} of run {record.run_id} already exists"
-                ) from exc
-
-        await self._write(work)
+        await self._insert(
+            approval, values, f"an approval for tool call {record.tool_call_id} of run {record.run_id} already exists"
+        )
 
     async def get_approval(self, run_id: str, tool_call_id: str) -> ApprovalRecord | None:
         row = await self._read_one(
@@ -405,16 +405,7 @@ class SqlAgentStore:
     async def record_run_start(self, record: RunRecord) -> None:
         values = asdict(record)
 
-        async def work(conn: AsyncConnection) -> None:
-            try:
-                async with conn.begin_nested():
-                    await conn.execute(sa.insert(run).values(values))
-            except sa.exc.IntegrityError as exc:
-                raise ConflictError(
-                    f"run {record.id} already exists (or thread {record.thread_id} is unknown)"
-                ) from exc
-
-        await self._write(work)
+        await self._insert(run, values, f"run {record.id} already exists (or thread {record.thread_id} is unknown)")
 
     async def record_run_end(
         self,
