@@ -47,12 +47,18 @@ class TokenSink(Protocol):
 class _Buffer:
     events: list[StreamEvent] = field(default_factory=list)
     ended: bool = False
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # Created only when a subscriber waits: a run nobody watches pays nothing per frame.
+    _waiter: asyncio.Event | None = None
+
+    def waiter(self) -> asyncio.Event:
+        if self._waiter is None:
+            self._waiter = asyncio.Event()
+        return self._waiter
 
     def notify(self) -> None:
-        # Wake every waiter, then arm a fresh event for the next change.
-        self.changed.set()
-        self.changed = asyncio.Event()
+        if self._waiter is not None:
+            self._waiter.set()
+            self._waiter = None
 
 
 class _MemoryWriter:
@@ -112,7 +118,7 @@ class MemoryTokenSink:
         buf = self._buffer(run_id)
         index = max(after or 0, 0)  # ids are 1-based, so `after` is also the next list index
         while True:
-            waiter = buf.changed
+            waiter = buf.waiter()  # armed before draining, so a frame written meanwhile wakes us
             while index < len(buf.events):
                 yield buf.events[index]
                 index += 1

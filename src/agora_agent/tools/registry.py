@@ -18,6 +18,7 @@ A predicate that raises refuses (fail closed) and is logged with the tool's name
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import inspect
 import json
@@ -56,14 +57,18 @@ def args_hash(args: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)  # no slots: `args_hash` is cached in the instance dict
 class AuthorizedCall:
     """A call that passed every filter: the validated input, its JSON form and the hash of that form."""
 
     spec: ToolSpec
     input: BaseModel
     args: dict[str, Any]
-    args_hash: str
+
+    @functools.cached_property
+    def args_hash(self) -> str:
+        """sha256 of the canonical JSON of `args`; computed on first use (only approvals need it)."""
+        return args_hash(self.args)
 
 
 class _Entry:
@@ -354,7 +359,7 @@ class ToolRegistry:
         except ValidationError as exc:
             raise ToolInputInvalidError(name, _issues(exc)) from None
         dumped = value.model_dump(mode="json")
-        return AuthorizedCall(spec=spec, input=value, args=dumped, args_hash=args_hash(dumped))
+        return AuthorizedCall(spec=spec, input=value, args=dumped)
 
     async def execute(self, call: AuthorizedCall, ctx: ToolContext) -> Any:
         """Run an authorized call once (no retry); the tool's exceptions propagate unchanged."""
