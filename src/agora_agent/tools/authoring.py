@@ -105,11 +105,11 @@ def build_spec(
     )
 
 
-async def _run(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Await an async callable; run a sync one in a worker thread so it never blocks the event loop."""
     if inspect.iscoroutinefunction(fn):
-        return await fn(**kwargs)
-    result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs))
+        return await fn(*args, **kwargs)
+    result = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
     if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
         result = await result
     return result
@@ -173,7 +173,7 @@ def _function_tool(
     )
 
     async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
-        return await _run(fn, shape.kwargs(input, ctx))
+        return await _run(fn, **shape.kwargs(input, ctx))
 
     return FunctionTool(spec, fn, invoke)
 
@@ -269,10 +269,7 @@ def define_tool(
     )
 
     async def invoke(value: BaseModel, ctx: ToolContext) -> Any:
-        if inspect.iscoroutinefunction(execute):
-            return await execute(value, ctx)
-        result = await anyio.to_thread.run_sync(execute, value, ctx)
-        return await result if inspect.isawaitable(result) else result
+        return await _run(execute, value, ctx)
 
     return FunctionTool(spec, execute, invoke)
 
@@ -360,7 +357,7 @@ class BaseTool(ABC):
 
     async def invoke(self, input: BaseModel, ctx: ToolContext) -> Any:
         """Run `execute` (a sync `execute` runs in a worker thread)."""
-        return await _run(self.execute, {"input": input, "ctx": ctx})
+        return await _run(self.execute, input=input, ctx=ctx)
 
 
 class ReadTool(BaseTool, ABC):
