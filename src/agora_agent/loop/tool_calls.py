@@ -68,6 +68,12 @@ async def _frame(
     )
 
 
+async def _failed(state: RunState, call: ToolCall, kind: str, message: str, *, input: Any = None) -> ToolResult:
+    """Stream the `failed` frame and hand the model the error; the caller has written the audit row."""
+    await _frame(state, call, kind, "failed", input=input, error=message)
+    return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+
+
 async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> ToolResult:
     deps, run, hooks = state.deps, state.run, state.hooks
     spec = deps.registry.get(call.name)
@@ -102,8 +108,7 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
         message = str(exc)
         refused = base_record("failed", error=message, policy_decision=f"refused: {type(exc).__name__}")
         await hooks.step(f"persist:toolfail:{call.id}", partial(deps.store.record_tool_call, refused))
-        await _frame(state, call, kind, "failed", input=call.input, error=message)
-        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+        return await _failed(state, call, kind, message, input=call.input)
 
     if kind == "agent":
         return await _delegate(state, call, authorized, base_record)
@@ -168,8 +173,7 @@ async def _execute(
                 ToolCallPatch(status="failed", error=error, execution_ms=elapsed_ms, decided_by=decided_by),
             ),
         )
-        await _frame(state, call, kind, "failed", error=error)
-        return ToolResult(tool_call_id=call.id, name=call.name, content=error, is_error=True)
+        return await _failed(state, call, kind, error)
     output = outcome["output"]
     await hooks.step(
         f"persist:toolexec:{call.id}",
@@ -250,8 +254,7 @@ async def _run_action(
                 run.run_id, call.id, ToolCallPatch(status="failed", error=message, decided_by=decision.decided_by)
             ),
         )
-        await _frame(state, call, "action", "failed", error=message)
-        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+        return await _failed(state, call, "action", message)
     await _frame(state, call, "action", "approved")
     return await _execute(state, call, "action", recheck, ctx, decided_by=decision.decided_by)
 
@@ -271,8 +274,7 @@ async def _delegate(
             f"persist:toolfail:{call.id}",
             lambda: deps.store.record_tool_call(base_record("failed", error=message, policy_decision="depth_limit")),
         )
-        await _frame(state, call, "agent", "failed", error=message)
-        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+        return await _failed(state, call, "agent", message)
     await hooks.step(
         f"persist:toolcall:{call.id}",
         lambda: deps.store.record_tool_call(base_record("started", policy_decision="allowed")),
@@ -287,8 +289,7 @@ async def _delegate(
             f"persist:toolfail:{call.id}",
             lambda: deps.store.update_tool_call(run.run_id, call.id, ToolCallPatch(status="failed", error=message)),
         )
-        await _frame(state, call, "agent", "failed", error=message)
-        return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+        return await _failed(state, call, "agent", message)
     output = {"text": text}
     elapsed_ms = int((time.perf_counter() - started) * 1000)
     await hooks.step(
