@@ -19,6 +19,7 @@ from agora_agent.tools.retry import TransientRetry
 if TYPE_CHECKING:
     from agora_agent.governance.directory import ActorDirectory
     from agora_agent.governance.readmodel import GovernanceQueries
+    from agora_agent.observability.events import EventHandler
     from agora_agent.web.attachments import AttachmentStagingStore
 
 __all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
@@ -67,6 +68,12 @@ class AgentConfig:
       SQLite URL (one process owns the file), off otherwise — never turn it on when several
       processes run agents on one database.
     - `debug`: show internal error messages to callers (401/403 reasons, failed-run details).
+    - `on_event`: a function or coroutine function receiving typed lifecycle events
+      (`agora_agent.observability`); its errors are logged and ignored.
+    - `tracer_provider` / `meter_provider`: OpenTelemetry providers (the `otel` extra); default: the
+      global ones when the app configured them, else no spans or metrics at all.
+      `capture_content`: record message content and tool arguments on spans (default: the
+      `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` environment switch); arguments pass `redactor`.
     """
 
     model: ModelProvider | str | Callable[[], ModelProvider]
@@ -95,6 +102,10 @@ class AgentConfig:
     debug: bool = False
     recover_interrupted_runs: bool | None = None
     dashboard: bool | DashboardConfig = True
+    on_event: EventHandler | None = None
+    tracer_provider: Any = None
+    meter_provider: Any = None
+    capture_content: bool | None = None
     request_max_bytes: int = 1_048_576
     attachment_staging: AttachmentStagingStore | None = None
     attachment_max_bytes: int = 20 * 1024 * 1024

@@ -30,6 +30,7 @@ from agora_agent.errors import (
     ForbiddenError,
     InvalidRequestError,
     NotFoundError,
+    QuotaExceededError,
 )
 from agora_agent.governance.policy import DefaultRolesPolicy, RolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
@@ -37,6 +38,7 @@ from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_ke
 from agora_agent.loop import LoopDeps, RunInput, approval_deadline_passed
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
+from agora_agent.observability.telemetry import Telemetry
 from agora_agent.runners.inline import InlineRunner
 from agora_agent.stores.base import (
     AgentStore,
@@ -129,6 +131,13 @@ class AgentService:
         )
         self.model: ModelProvider = _resolve_model(config.model)
         self.sink: TokenSink = config.sink or MemoryTokenSink()
+        self.telemetry = Telemetry(
+            on_event=config.on_event,
+            tracer_provider=config.tracer_provider,
+            meter_provider=config.meter_provider,
+            capture_content=config.capture_content,
+            redactor=config.redactor,
+        )
         # Resolved in start(): a URL store needs a connection.
         self.store: AgentStore = MemoryAgentStore()
         self.pricing: PricingStore | None = None
@@ -255,6 +264,7 @@ class AgentService:
             max_steps=agent.max_steps if agent.max_steps is not None else self.config.max_steps,
             redactor=self.config.redactor,
             max_delegation_depth=self.config.max_delegation_depth,
+            telemetry=self.telemetry,
         )
 
     def persona_catalog(self, agent: str | None = None) -> list[Persona]:
@@ -289,7 +299,11 @@ class AgentService:
         runner = self.runner
         day = utc_day()
         if self.quota is not None:  # before anything is stored: a refused chat leaves no trace
-            await self.quota.check(actor, period_key(self.quota.budget, day))
+            try:
+                await self.quota.check(actor, period_key(self.quota.budget, day))
+            except QuotaExceededError as exc:
+                await self.telemetry.quota_refused(actor, exc, thread_id=thread_id)
+                raise
         if thread_id is not None:
             thread = await self.store.get_thread(thread_id)
             if thread is None:

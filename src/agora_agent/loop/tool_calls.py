@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from functools import partial
 from typing import Any, Literal
 
 from agora_agent.errors import ToolError
@@ -66,6 +65,10 @@ async def _frame(
             tool_call_id=call.id, name=call.name, kind=kind, status=status, input=input, output=output, error=error
         )
     )
+    # Every status change streams one frame, so this is also where the tool_call.status event fires.
+    await state.deps.telemetry.tool_status(
+        state.run, state.deps.agent.name, call, kind=kind, status=status, error=error
+    )
 
 
 async def _failed(state: RunState, call: ToolCall, kind: str, message: str, *, input: Any = None) -> ToolResult:
@@ -107,7 +110,13 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
     except ToolError as exc:
         message = str(exc)
         refused = base_record("failed", error=message, policy_decision=f"refused: {type(exc).__name__}")
-        await hooks.step(f"persist:toolfail:{call.id}", partial(deps.store.record_tool_call, refused))
+
+        async def refuse() -> None:
+            decision = refused.policy_decision or "refused"
+            with deps.telemetry.tool_span(run, call, kind=kind, decision=decision, status="failed"):
+                await deps.store.record_tool_call(refused)
+
+        await hooks.step(f"persist:toolfail:{call.id}", refuse)
         return await _failed(state, call, kind, message, input=call.input)
 
     if kind == "agent":
@@ -155,7 +164,17 @@ async def _execute(
         return {"output": to_jsonable(output)}
 
     try:
-        outcome = await hooks.step(f"tool:{call.id}", tool_step)
+        outcome = await hooks.step(
+            f"tool:{call.id}",
+            lambda: deps.telemetry.execute_tool(
+                run,
+                call,
+                kind=kind,
+                decision="approved" if kind == "action" else "allowed",
+                idempotency_key=ctx.idempotency_key,
+                execute=tool_step,
+            ),
+        )
     except BaseException:
         # Cancelled mid-tool: leave an honest audit row, then let the cancellation through.
         await deps.store.update_tool_call(
@@ -223,8 +242,14 @@ async def _run_action(
 
     await hooks.step(f"persist:toolcall:{call.id}", park)
     await _frame(state, call, "action", "pending_approval", input=authorized.args)
-    decision = await hooks.await_approval(
-        PendingApproval(run_id=run.run_id, tool_call_id=call.id, tool_name=call.name, deadline=deadline)
+    decision = await deps.telemetry.await_approval(
+        run,
+        deps.agent.name,
+        call,
+        deadline=deadline,
+        wait=lambda: hooks.await_approval(
+            PendingApproval(run_id=run.run_id, tool_call_id=call.id, tool_name=call.name, deadline=deadline)
+        ),
     )
     if decision.status != "approved":
         reason = decision.reason or ("approval expired" if decision.status == "expired" else "rejected by user")
@@ -281,8 +306,13 @@ async def _delegate(
     )
     await _frame(state, call, "agent", "started", input=authorized.args)
     started = time.perf_counter()
+    await deps.telemetry.delegated(run, deps.agent.name, call, to_agent=target, task=task)
     try:
-        text = await hooks.run_agent(target, task)
+        # The child run's invoke_agent span nests under this execute_tool span.
+        with deps.telemetry.tool_span(run, call, kind="agent", decision="allowed") as span:
+            text = await hooks.run_agent(target, task)
+            if span is not None:
+                span.set_attribute("agora.tool.status", "executed")
     except Exception as exc:
         message = f'Delegation to "{target}" failed: {exc}'
         await hooks.step(

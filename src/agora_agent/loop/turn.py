@@ -36,8 +36,16 @@ async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> Loo
     """Drive one run to completion. Raises on failure; the runner records `failed`/`cancelled`.
 
     No try/finally around the whole loop (ARCH-LOOP-17): the sink is ended by the caller on every
-    outcome, so a durable suspension can pass through untouched.
+    outcome, so a durable suspension can pass through untouched. `deps.telemetry` observes the run
+    (invoke_agent span, run.* events) and re-raises whatever the loop raises.
     """
+    async with deps.telemetry.run(run, agent=deps.agent.name, persona=run.persona_id) as scope:
+        result = await _drive(deps, run, hooks)
+        scope.result = result
+    return result
+
+
+async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     agent = deps.agent
     store = deps.store
     persona = agent.persona(run.persona_id)
@@ -195,7 +203,10 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> ModelTu
             await writer.write(TextFrame(delta=delta))
 
     try:
-        turn = await hooks.step(f"llm:{i}", lambda: deps.model.run_turn(request, on_text))
+        turn = await hooks.step(
+            f"llm:{i}",
+            lambda: deps.telemetry.chat(run, deps.model, request, lambda: deps.model.run_turn(request, on_text)),
+        )
     except BaseException:
         if reservation is not None and deps.quota is not None:
             await deps.quota.release(reservation)

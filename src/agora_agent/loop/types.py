@@ -15,6 +15,7 @@ from agora_agent.governance.pricing import ModelPrice, PricingStore
 from agora_agent.governance.quota import QuotaStore
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
+from agora_agent.observability.telemetry import Telemetry
 from agora_agent.stores.base import AgentStore, ApprovalRecord
 from agora_agent.streaming.sink import SinkWriter
 from agora_agent.tools.registry import ToolRegistry
@@ -71,6 +72,7 @@ class LoopDeps:
     max_steps: int = 8
     redactor: Redactor | None = None
     max_delegation_depth: int = 3
+    telemetry: Telemetry = field(default_factory=Telemetry)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
