@@ -31,7 +31,7 @@ from rich.table import Table
 from sqlalchemy.engine import make_url
 
 from agora_agent.governance.pricing import ModelPrice
-from agora_agent.governance.readmodel import RunQuery
+from agora_agent.governance.queries import RunQuery
 from agora_agent.stores.sql import create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.migrate import upgrade
 from agora_agent.stores.sql.rollup import REBUILD_SQL
@@ -279,7 +279,7 @@ async def time_queries(url: str, picks: dict[str, Any], repeat: int) -> list[tup
                 cache_read_price_per_1m=0.05 if i % 2 else None,
             )
         )
-    q = backend.readmodel
+    q = backend.queries
     today: date = picks["today"]
     week = (today - timedelta(days=6), today)
     all_days = (today - timedelta(days=DAYS - 1), today)

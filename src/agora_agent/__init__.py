@@ -1,7 +1,7 @@
 """agora-agent: a governed, durable AI agent for Python web applications.
 
 The public API, grouped by topic. Everything else lives in submodules (`agora_agent.web`,
-`agora_agent.stores.sql`, `agora_agent.models`, `agora_agent.data`, `agora_agent.testing` …).
+`agora_agent.stores.sql`, `agora_agent.models`, `agora_agent.tools.sql`, `agora_agent.testing` …).
 """
 
 from agora_agent.actors import (
@@ -31,7 +31,7 @@ from agora_agent.errors import (
 )
 from agora_agent.governance.gate import evaluate_governance_gate
 from agora_agent.governance.ownership import evaluate_ownership
-from agora_agent.governance.policy import AbilityPolicy, ClosedRolesPolicy, DefaultRolesPolicy, RolesPolicy
+from agora_agent.governance.policy import AbilityPolicy, ClosedRolesPolicy, DefaultRolesPolicy
 from agora_agent.governance.pricing import ModelPrice, estimate_cost
 from agora_agent.governance.quota import Budget
 from agora_agent.loop import run_agent_loop
@@ -39,6 +39,7 @@ from agora_agent.service import AgentService, ChatStarted
 from agora_agent.tools.authoring import ActionTool, BaseTool, ReadTool, define_tool, tool
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.retry import TransientRetry
+from agora_agent.tools.spec import RolesPolicy
 
 __version__ = "0.1.0"
 

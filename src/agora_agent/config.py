@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agora_agent.actors import Actor, ActorResolver, UnconfiguredActorResolver
 from agora_agent.agents import AgentDefinition
-from agora_agent.governance.policy import RolesPolicy
+from agora_agent.governance.directory import ActorDirectory
 from agora_agent.governance.pricing import PricingStore
+from agora_agent.governance.queries import GovernanceQueries
 from agora_agent.governance.quota import Budget, QuotaStore
 from agora_agent.models.base import ModelProvider
+from agora_agent.stores.attachments import AttachmentStagingStore
 from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.sink import TokenSink
 from agora_agent.tools.retry import TransientRetry
+from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
-    from agora_agent.governance.directory import ActorDirectory
-    from agora_agent.governance.readmodel import GovernanceQueries
     from agora_agent.observability.events import EventHandler
-    from agora_agent.web.attachments import AttachmentStagingStore
 
 __all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
 

@@ -6,7 +6,7 @@ Ownership of runs and threads is checked by the caller (the web layer) with `run
 
     async with AgentService.from_config(config) as service:
         started = await service.chat(actor, "refund order 1001")
-        async for event in await service.stream(started.run_id):
+        async for event in await service.subscribe(started.run_id):
             ...
 """
 
@@ -32,10 +32,10 @@ from agora_agent.errors import (
     NotFoundError,
     QuotaExceededError,
 )
-from agora_agent.governance.policy import DefaultRolesPolicy, RolesPolicy
+from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
 from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
-from agora_agent.loop import LoopDeps, RunInput, approval_deadline_passed
+from agora_agent.loop import LoopDeps, RunInput
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
@@ -55,9 +55,10 @@ from agora_agent.streaming.sink import MemoryTokenSink, TokenSink
 from agora_agent.tools.discovery import discover_tools
 from agora_agent.tools.registry import ToolRegistry
 from agora_agent.tools.retry import TransientRetry
+from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
-    from agora_agent.governance.readmodel import GovernanceQueries
+    from agora_agent.governance.queries import GovernanceQueries
 
 __all__ = ["AgentService", "ChatStarted", "QuotaToday", "ThreadDetail"]
 
@@ -66,7 +67,7 @@ logger = logging.getLogger("agora_agent")
 
 @dataclass(frozen=True, slots=True)
 class ChatStarted:
-    """A run was accepted: stream it with `service.stream(run_id)`."""
+    """A run was accepted: follow it with `await service.subscribe(run_id)`."""
 
     run_id: str
     thread_id: str
@@ -142,7 +143,7 @@ class AgentService:
         self.store: AgentStore = MemoryAgentStore()
         self.pricing: PricingStore | None = None
         self.quota: QuotaStore | None = config.quota
-        self.governance: GovernanceQueries | None = None
+        self.governance_queries: GovernanceQueries | None = None
         self._backend: Any = None
         self._runner: InlineRunner | None = None
         self._started = False
@@ -173,7 +174,7 @@ class AgentService:
                 self.quota = self._backend.quota(config.budget)
             else:
                 self.quota = MemoryQuotaStore(config.budget)
-        self.governance = self._resolve_governance()
+        self.governance_queries = self._resolve_governance_queries()
         self._runner = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink, debug=config.debug)
         if self._recovers_interrupted_runs():
             await self._runner.recover_interrupted()
@@ -219,16 +220,16 @@ class AgentService:
             return MemoryPricingStore()
         return setting
 
-    def _resolve_governance(self) -> GovernanceQueries | None:
+    def _resolve_governance_queries(self) -> GovernanceQueries | None:
         setting = self.config.governance_queries
         if setting is False:
             return None
         if setting is not None and setting is not True:
             return setting
         if self._backend is not None:
-            return self._backend.readmodel  # type: ignore[no-any-return]
+            return self._backend.queries  # type: ignore[no-any-return]
         if isinstance(self.store, MemoryAgentStore):
-            from agora_agent.governance.memory_readmodel import MemoryGovernanceQueries
+            from agora_agent.stores.memory_queries import MemoryGovernanceQueries
 
             return MemoryGovernanceQueries(self.store, self.pricing)
         return None
@@ -342,11 +343,14 @@ class AgentService:
         )
         return ChatStarted(run_id=run_id, thread_id=thread.id)
 
-    async def stream(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
+    async def subscribe(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
         """The run's frames after id `after` (all when None), then live ones until the run ends.
 
-        NotFoundError for an unknown run. A finished run whose frames this process no longer holds
-        yields nothing (the caller then sends `done`).
+            async for event in await service.subscribe(run_id):
+                ...
+
+        Awaiting it checks the run first, so NotFoundError (unknown run) is raised before any frame.
+        A finished run whose frames this process no longer holds yields nothing.
         """
         run = await self.store.get_run(run_id)
         if run is None:
@@ -354,14 +358,6 @@ class AgentService:
         if not await self.sink.has_stream(run_id) and run.status != "running":
             return _empty()
         return self.sink.subscribe(run_id, after=after)
-
-    async def subscribe(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
-        """`async for event in service.subscribe(run_id)`: replay after `after`, then follow live.
-
-        The same as `stream()`, as an async generator; NotFoundError surfaces on the first iteration.
-        """
-        async for event in await self.stream(run_id, after=after):
-            yield event
 
     # -- approvals ---------------------------------------------------------------------------------
 
@@ -402,7 +398,7 @@ class AgentService:
             if call is None:
                 raise NotFoundError("tool call not found")
             raise NotFoundError(f'tool call {tool_call_id} ("{call.tool_name}") is not awaiting approval')
-        if approval.status == "pending" and approval_deadline_passed(approval):
+        if approval.status == "pending" and approval.expired():
             approval, _ = await self.store.decide_approval(
                 run_id, tool_call_id, status="expired", decided_by=None, reason="approval expired"
             )

@@ -6,7 +6,7 @@
 
 The SQL stores plug in from `tests/contract/sql_factories.py` (owned by the SQL store) when it exists:
 - `SQL_STORE_FACTORIES`: more store factories (same shape as above);
-- `READMODEL_FACTORIES` (optional): name -> `callable(store, pricing) -> GovernanceQueries`;
+- `QUERIES_FACTORIES` (optional): name -> `callable(store, pricing) -> GovernanceQueries`;
 - `PRICING_FACTORIES` (optional): name -> `callable(store) -> PricingStore` (default: `MemoryPricingStore`).
 A store without a read-model factory is skipped by the read-model suite.
 """
@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
-from agora_agent.governance.readmodel import GovernanceQueries
+from agora_agent.governance.queries import GovernanceQueries
 from agora_agent.stores.base import AgentStore
 from agora_agent.stores.memory import MemoryAgentStore
 
 StoreFactory = Callable[..., AbstractAsyncContextManager[AgentStore]]
-ReadModelFactory = Callable[[AgentStore, PricingStore | None], GovernanceQueries]
+QueriesFactory = Callable[[AgentStore, PricingStore | None], GovernanceQueries]
 PricingFactory = Callable[[AgentStore], PricingStore]
 
 
@@ -36,15 +36,15 @@ async def memory_store() -> AsyncIterator[AgentStore]:
     yield MemoryAgentStore()
 
 
-def memory_readmodel(store: AgentStore, pricing: PricingStore | None) -> GovernanceQueries:
-    from agora_agent.governance.memory_readmodel import MemoryGovernanceQueries
+def memory_queries(store: AgentStore, pricing: PricingStore | None) -> GovernanceQueries:
+    from agora_agent.stores.memory_queries import MemoryGovernanceQueries
 
     assert isinstance(store, MemoryAgentStore)
     return MemoryGovernanceQueries(store, pricing)
 
 
 STORE_FACTORIES: dict[str, StoreFactory] = {"memory": memory_store}
-READMODEL_FACTORIES: dict[str, ReadModelFactory] = {"memory": memory_readmodel}
+QUERIES_FACTORIES: dict[str, QueriesFactory] = {"memory": memory_queries}
 PRICING_FACTORIES: dict[str, PricingFactory] = {}
 
 try:
@@ -54,7 +54,7 @@ except ModuleNotFoundError as exc:  # only "the file is not there yet"; a broken
         raise
 else:
     STORE_FACTORIES.update(_sql.SQL_STORE_FACTORIES)
-    READMODEL_FACTORIES.update(getattr(_sql, "READMODEL_FACTORIES", {}))
+    QUERIES_FACTORIES.update(getattr(_sql, "QUERIES_FACTORIES", {}))
     PRICING_FACTORIES.update(getattr(_sql, "PRICING_FACTORIES", {}))
 
 
@@ -74,10 +74,10 @@ async def store(request: pytest.FixtureRequest) -> AsyncIterator[AgentStore]:
 
 
 @pytest.fixture(params=sorted(STORE_FACTORIES))
-def readmodel_name(request: pytest.FixtureRequest) -> str:
+def queries_name(request: pytest.FixtureRequest) -> str:
     """The implementation the read-model suite runs on (skipped when it has no read-model yet)."""
     name: str = request.param
-    if name not in READMODEL_FACTORIES:
+    if name not in QUERIES_FACTORIES:
         pytest.skip(f"no read-model factory for store {name!r} in tests/contract/sql_factories.py")
     return name
 

@@ -22,13 +22,13 @@ import pytest
 import sqlalchemy as sa
 
 from agora_agent.governance.pricing import PricingStore
-from agora_agent.governance.readmodel import GovernanceQueries
+from agora_agent.governance.queries import GovernanceQueries
 from agora_agent.stores.base import AgentStore
 from agora_agent.stores.sql import SqlAgentStore, SqlGovernanceQueries, SqlPricingStore, open_sql_backend
 from agora_agent.stores.sql.tables import AGENT_TABLES
 from tests.conftest import PG_HOST, PG_PORT, require_server
 
-__all__ = ["PRICING_FACTORIES", "READMODEL_FACTORIES", "SQL_STORE_FACTORIES", "fresh_postgres_database"]
+__all__ = ["PRICING_FACTORIES", "QUERIES_FACTORIES", "SQL_STORE_FACTORIES", "fresh_postgres_database"]
 
 
 async def _admin(sql: str) -> None:
@@ -96,7 +96,7 @@ async def postgres_store(request: pytest.FixtureRequest) -> AsyncIterator[AgentS
         await backend.close()
 
 
-def sql_readmodel(store: AgentStore, pricing: PricingStore | None) -> GovernanceQueries:
+def sql_queries(store: AgentStore, pricing: PricingStore | None) -> GovernanceQueries:
     assert isinstance(store, SqlAgentStore)
     return SqlGovernanceQueries(store.engine, pricing)
 
@@ -107,5 +107,5 @@ def sql_pricing(store: AgentStore) -> PricingStore:
 
 
 SQL_STORE_FACTORIES = {"sqlite": sqlite_store, "postgres": postgres_store}
-READMODEL_FACTORIES = {"sqlite": sql_readmodel, "postgres": sql_readmodel}
+QUERIES_FACTORIES = {"sqlite": sql_queries, "postgres": sql_queries}
 PRICING_FACTORIES = {"sqlite": sql_pricing, "postgres": sql_pricing}

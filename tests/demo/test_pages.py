@@ -134,7 +134,7 @@ async def test_no_gate_means_no_dashboard_and_one_warning(caplog: pytest.LogCapt
 
 
 @pytest.mark.ref("DASH-01")
-async def test_switched_off_is_silent_and_no_readmodel_warns_distinctly(caplog: pytest.LogCaptureFixture) -> None:
+async def test_switched_off_is_silent_and_no_queries_warns_distinctly(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="agora_agent.web.pages"):
         _, off = await serve(config(dashboard=False))
         assert off.dashboard_path is None and off.warnings == [] and caplog.text == ""

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from agora_agent.web.attachments import MemoryAttachmentStore
+from agora_agent.stores.attachments import MemoryAttachmentStore
 
 from .conftest import ALICE, asgi_client, make_config
 

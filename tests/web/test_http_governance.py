@@ -10,7 +10,7 @@ import pytest
 
 from agora_agent.actors import Actor
 from agora_agent.governance.directory import MemoryActorDirectory
-from agora_agent.web.governance import parse_limit
+from agora_agent.web.routes.governance import parse_limit
 
 from .conftest import ADMIN, ALICE, BOB, asgi_client, is_admin, make_config, refund_script
 
@@ -194,8 +194,8 @@ async def test_pricing_routes() -> None:
 
 @pytest.mark.ref("HTTP-22")
 async def test_thread_detail_501_when_the_adapter_lacks_it() -> None:
-    from agora_agent.governance.memory_readmodel import MemoryGovernanceQueries
     from agora_agent.stores.memory import MemoryAgentStore
+    from agora_agent.stores.memory_queries import MemoryGovernanceQueries
 
     class NoDetail:
         def __init__(self, inner: MemoryGovernanceQueries) -> None:

@@ -13,8 +13,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from agora_agent.stores.attachments import MemoryAttachmentStore
 from agora_agent.web import create_app
-from agora_agent.web.attachments import MemoryAttachmentStore
 
 from .conftest import ADMIN, is_admin, make_config
 

@@ -307,7 +307,7 @@ class AgentClient:
     # -- governance ----------------------------------------------------------------------------------
 
     async def my_approvals(self, *, limit: int | None = None) -> list[dict[str, Any]]:
-        """The caller's own pending approvals (needs only a read-model on the server)."""
+        """The caller's own pending approvals (needs only governance queries on the server)."""
         result: list[dict[str, Any]] = await self._request("GET", "/approvals/mine", params=_params(limit=limit))
         return result
 

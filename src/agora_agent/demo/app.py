@@ -24,7 +24,6 @@ from starlette.responses import RedirectResponse, Response
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition, Persona
 from agora_agent.config import AgentConfig
-from agora_agent.data import GroupTableAccessPolicy, TenantScope, data_tool
 from agora_agent.demo.model import DEMO_MODEL_ID, DemoModel
 from agora_agent.demo.shop import create_shop
 from agora_agent.demo.tools import shop_tools
@@ -33,9 +32,10 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.quota import Budget
 from agora_agent.models.base import ModelProvider
 from agora_agent.service import AgentService
+from agora_agent.tools.sql import GroupTableAccessPolicy, TenantScope, sql_tool
+from agora_agent.web import agent_router
 from agora_agent.web.app import install_error_handlers
 from agora_agent.web.pages import mount_pages
-from agora_agent.web.router import agent_router
 
 __all__ = ["DEMO_PRICES", "DemoSetup", "build_demo", "create_demo_app"]
 
@@ -177,7 +177,7 @@ def _sql_tools(engine: AsyncEngine) -> list[object]:
         tables_by_group={"catalog": ["products"], "sales": ["orders"], "people": ["customers"]},
     )
     return [
-        data_tool(
+        sql_tool(
             engine,
             name="query_shop",
             description=(

@@ -1,4 +1,4 @@
-"""The governance gate: may this actor see the governance read-model and act on others' runs? (GGATE-01..02).
+"""The governance gate: may this actor see the governance queries and act on others' runs? (GGATE-01..02).
 
 One predicate, `AgentConfig.governance_authorize(actor, request)`, decides four things: whether the
 governance routes are mounted, their 403, the ownership privilege (approve someone else's call) and

@@ -18,11 +18,11 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError
-from agora_agent.tools.spec import ToolSpec
+from agora_agent.tools.spec import RolesPolicy, ToolSpec
 
 __all__ = [
     "PERSONAL_AGENT_ROLE",
@@ -31,7 +31,6 @@ __all__ = [
     "ClosedRolesPolicy",
     "DefaultRolesPolicy",
     "EmptyRoles",
-    "RolesPolicy",
 ]
 
 logger = logging.getLogger(__name__)
@@ -39,13 +38,6 @@ logger = logging.getLogger(__name__)
 PERSONAL_AGENT_ROLE = "personal_agent"
 EmptyRoles = Literal["allow", "deny"]
 AbilityCheck = Callable[[Actor, str, ToolSpec], "bool | Awaitable[bool]"]
-
-
-@runtime_checkable
-class RolesPolicy(Protocol):
-    """Decides whether an actor may use a tool. The same answer gates offering AND invoking."""
-
-    def can(self, actor: Actor, spec: ToolSpec) -> bool | Awaitable[bool]: ...
 
 
 def personal_agent_allows(actor: Actor, spec: ToolSpec) -> bool:

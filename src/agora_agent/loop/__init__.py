@@ -2,11 +2,11 @@
 
 - `turn.py`: `run_agent_loop` — one run: prompt, history, model steps, budget, cost, persistence.
 - `tool_calls.py`: each tool call — authorize, park for approval, execute with retry, delegate.
-- `types.py`: the input, dependencies, hooks and result the loop runs on.
+- `interface.py`: the input, dependencies, hooks and result the loop runs on.
+- `_state.py`: what one run's steps share, and the JSON helpers (private).
 """
 
-from agora_agent.loop.turn import run_agent_loop
-from agora_agent.loop.types import (
+from agora_agent.loop.interface import (
     ApprovalDecision,
     LoopDeps,
     LoopHooks,
@@ -14,9 +14,8 @@ from agora_agent.loop.types import (
     PendingApproval,
     Redactor,
     RunInput,
-    approval_deadline_passed,
-    serialize_output,
 )
+from agora_agent.loop.turn import run_agent_loop
 
 __all__ = [
     "ApprovalDecision",
@@ -26,7 +25,5 @@ __all__ = [
     "PendingApproval",
     "Redactor",
     "RunInput",
-    "approval_deadline_passed",
     "run_agent_loop",
-    "serialize_output",
 ]

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from agora_agent.errors import ToolError
-from agora_agent.loop.types import PendingApproval, RunState, now_utc, serialize_output, to_jsonable
+from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
+from agora_agent.loop.interface import PendingApproval
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.stores.base import ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus

@@ -22,8 +22,9 @@ from typing import Any
 from agora_agent.agents import derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.governance.pricing import estimate_cost
 from agora_agent.governance.quota import Reservation, period_key
+from agora_agent.loop._state import RunState, now_utc, serialize_output
+from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
-from agora_agent.loop.types import LoopDeps, LoopHooks, LoopResult, RunInput, RunState, now_utc, serialize_output
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition, ToolResult
 from agora_agent.stores.base import AgentStore, ToolCallRecord, UsageRecord
 from agora_agent.streaming.frames import TextFrame

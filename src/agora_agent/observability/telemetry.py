@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from agora_agent.actors import Actor
-    from agora_agent.loop.types import ApprovalDecision, LoopResult, RunInput
+    from agora_agent.loop.interface import ApprovalDecision, LoopResult, RunInput
     from agora_agent.messages import ModelRequest, ModelTurn, ToolCall
 
 __all__ = ["RunScope", "Telemetry", "provider_name"]

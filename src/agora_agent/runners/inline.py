@@ -26,7 +26,6 @@ from agora_agent.loop import (
     LoopDeps,
     PendingApproval,
     RunInput,
-    approval_deadline_passed,
     run_agent_loop,
 )
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
@@ -242,7 +241,7 @@ class InlineRunner:
                     raise NotFoundError(f"approval for tool call {pending.tool_call_id} disappeared")
                 if record.status != "pending":
                     return _decision_of(record)
-                if approval_deadline_passed(record):
+                if record.expired():
                     expired, _ = await self.store.decide_approval(
                         pending.run_id,
                         pending.tool_call_id,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from agora_agent.messages import Attachment, ToolCall
@@ -133,6 +133,10 @@ class ApprovalRecord:
     decided_at: datetime | None = None
     deadline: datetime | None = None
     created_at: datetime
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """Whether the approval's deadline (`approval_ttl`) has passed at `now` (default: the current UTC time)."""
+        return self.deadline is not None and (now or datetime.now(UTC)) >= self.deadline
 
 
 @dataclass(kw_only=True)

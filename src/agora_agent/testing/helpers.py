@@ -61,7 +61,7 @@ async def collect_frames(
     out = RunFrames()
 
     async def read() -> None:
-        async for event in await service.stream(run_id, after=after):
+        async for event in await service.subscribe(run_id, after=after):
             out.events.append(event)
 
     await asyncio.wait_for(read(), timeout)
@@ -74,7 +74,7 @@ async def wait_for_tool_status(
     """Follow the stream until a tool frame reaches one of `statuses`; returns that frame."""
 
     async def find() -> ToolFrame:
-        async for event in await service.stream(run_id):
+        async for event in await service.subscribe(run_id):
             frame = event.frame
             if isinstance(frame, ToolFrame) and frame.status in statuses:
                 return frame

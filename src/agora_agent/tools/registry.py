@@ -37,11 +37,10 @@ from agora_agent.errors import (
     ToolInputInvalidError,
     ToolNotFoundError,
 )
-from agora_agent.governance.policy import RolesPolicy
 from agora_agent.messages import ToolDefinition
 from agora_agent.tools.authoring import BaseTool, FunctionTool
 from agora_agent.tools.context import ToolContext
-from agora_agent.tools.spec import DescribeContext, Tool, ToolAvailability, ToolSpec
+from agora_agent.tools.spec import DescribeContext, RolesPolicy, Tool, ToolAvailability, ToolSpec
 
 __all__ = ["AuthorizedCall", "ToolFactory", "ToolRegistry", "args_hash"]
 

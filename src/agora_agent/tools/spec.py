@@ -1,4 +1,5 @@
-"""`ToolSpec`: the governance-relevant description of a tool, and the `Tool` protocol the registry runs."""
+"""`ToolSpec`: the governance-relevant description of a tool, the `Tool` protocol the registry runs, and the
+`RolesPolicy` protocol the registry asks (its implementations live in `governance/policy.py`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from agora_agent.actors import Actor
 if TYPE_CHECKING:
     from agora_agent.tools.context import ToolContext
 
-__all__ = ["DescribeContext", "Tool", "ToolAvailability", "ToolKind", "ToolSpec"]
+__all__ = ["DescribeContext", "RolesPolicy", "Tool", "ToolAvailability", "ToolKind", "ToolSpec"]
 
 ToolKind = Literal["read", "action", "agent"]
 
@@ -82,3 +83,10 @@ class Tool(Protocol):
     def spec(self) -> ToolSpec: ...
 
     async def invoke(self, input: BaseModel, ctx: ToolContext) -> Any: ...
+
+
+@runtime_checkable
+class RolesPolicy(Protocol):
+    """Decides whether an actor may use a tool. The same answer gates offering AND invoking."""
+
+    def can(self, actor: Actor, spec: ToolSpec) -> bool | Awaitable[bool]: ...

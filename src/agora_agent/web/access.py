@@ -9,7 +9,7 @@ ok, privileged -> ok, anyone else -> 403. "Privileged" exists only through `gove
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.requests import Request
 
@@ -18,7 +18,10 @@ from agora_agent.errors import ForbiddenError, NotFoundError, UnauthenticatedErr
 from agora_agent.governance.gate import evaluate_governance_gate
 from agora_agent.governance.ownership import evaluate_ownership
 
-__all__ = ["authenticate", "require_gate", "require_owner"]
+if TYPE_CHECKING:
+    from agora_agent.service import AgentService
+
+__all__ = ["authenticate", "own_run", "own_thread", "require_gate", "require_owner"]
 
 
 async def authenticate(resolver: ActorResolver, request: Request) -> Actor:
@@ -67,3 +70,15 @@ async def require_gate(actor: Actor, request: Request, authorize: Any, *, debug:
     decision = await evaluate_governance_gate(actor, request, authorize, debug=debug)
     if not decision.ok:
         raise ForbiddenError(decision.error or "forbidden")
+
+
+async def own_run(service: AgentService, run_id: str, actor: Actor, request: Request) -> bool:
+    """`require_owner` for a run; True when the caller needed (and had) privilege."""
+    owner = await service.run_owner(run_id)
+    return await require_owner("run", owner, actor, lambda: service.is_privileged(actor, request))
+
+
+async def own_thread(service: AgentService, thread_id: str, actor: Actor, request: Request) -> bool:
+    """`require_owner` for a thread; True when the caller needed (and had) privilege."""
+    owner = await service.thread_owner(thread_id)
+    return await require_owner("thread", owner, actor, lambda: service.is_privileged(actor, request))

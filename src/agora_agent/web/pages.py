@@ -54,7 +54,7 @@ DASHBOARD_GATE_WARNING = (
 )
 DASHBOARD_QUERIES_WARNING = (
     "agora-agent: the governance dashboard is NOT mounted because `governance_queries=False` turns the governance "
-    "read-model off; it has nothing to show. Remove governance_queries=False, or set dashboard=False."
+    "governance queries off; it has nothing to show. Remove governance_queries=False, or set dashboard=False."
 )
 
 _CONTENT_TYPES = {

@@ -25,6 +25,7 @@ reference's frames are the leading `id:` lines. Decisions:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -50,7 +51,10 @@ __all__ = [
     "encode_meta",
     "event_source_response",
     "frame_payload",
+    "run_event_stream",
 ]
+
+logger = logging.getLogger("agora_agent.web")
 
 SSE_HEADERS: Mapping[str, str] = {
     "Cache-Control": "no-cache, no-transform",
@@ -128,3 +132,23 @@ def event_source_response(
     disconnect) only ends this subscription.
     """
     return EventSourceResponse(body, headers={**SSE_HEADERS, **(headers or {})}, ping=ping_seconds, sep="\n")
+
+
+def run_event_stream(run_id: str, thread_id: str | None, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
+    """One run's SSE body: `meta`, every event, then `done` — also when the subscription breaks.
+
+    A failure while following the run ends only this subscriber (with an `error` frame telling it to
+    re-attach); the run itself goes on.
+    """
+
+    async def body() -> AsyncIterator[bytes]:
+        yield encode_meta(run_id, thread_id)
+        try:
+            async for event in events:
+                yield encode_event(event)
+        except Exception:
+            logger.exception("agora-agent: streaming run %s failed", run_id)
+            yield encode_frame(ErrorFrame(message="the stream was interrupted; re-attach to continue"))
+        yield DONE
+
+    return body()

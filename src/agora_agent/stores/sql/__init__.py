@@ -1,7 +1,7 @@
 """SQL persistence on SQLite (aiosqlite, the embedded default) or PostgreSQL (asyncpg).
 
     backend = await open_sql_backend("sqlite:///agora.db")   # or "postgresql+asyncpg://user@host/db"
-    backend.store, backend.pricing, backend.readmodel, backend.quota(Budget(...))
+    backend.store, backend.pricing, backend.queries, backend.quota(Budget(...))
     await backend.close()
 
 Schema: `tables.py` (SQLAlchemy Core); migrations: `migrations/` (Alembic, driven by `migrate.py` and
@@ -12,8 +12,8 @@ from agora_agent.stores.sql.backend import SqlBackend, open_sql_backend
 from agora_agent.stores.sql.engine import create_engine_from_url, mask_url, normalize_url
 from agora_agent.stores.sql.migrate import prepare_schema
 from agora_agent.stores.sql.pricing import SqlPricingStore
+from agora_agent.stores.sql.queries import SqlGovernanceQueries
 from agora_agent.stores.sql.quota import SqlQuotaStore
-from agora_agent.stores.sql.readmodel import SqlGovernanceQueries
 from agora_agent.stores.sql.store import SqlAgentStore
 
 __all__ = [

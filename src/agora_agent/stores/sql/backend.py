@@ -12,8 +12,8 @@ from agora_agent.governance.quota import Budget
 from agora_agent.stores.sql.engine import create_engine_from_url, normalize_url
 from agora_agent.stores.sql.migrate import prepare_schema
 from agora_agent.stores.sql.pricing import SqlPricingStore
+from agora_agent.stores.sql.queries import SqlGovernanceQueries
 from agora_agent.stores.sql.quota import SqlQuotaStore
-from agora_agent.stores.sql.readmodel import SqlGovernanceQueries
 from agora_agent.stores.sql.store import SqlAgentStore
 
 __all__ = ["SqlBackend", "open_sql_backend"]
@@ -26,7 +26,7 @@ class SqlBackend:
     engine: AsyncEngine
     store: SqlAgentStore
     pricing: SqlPricingStore
-    readmodel: SqlGovernanceQueries
+    queries: SqlGovernanceQueries
 
     def quota(self, budget: Budget) -> SqlQuotaStore:
         """A quota store for `budget` on the same database."""
@@ -44,7 +44,7 @@ def default_auto_create(url: URL) -> bool:
 async def open_sql_backend(
     url: str | URL, *, auto_create_tables: bool | None = None, **engine_options: Any
 ) -> SqlBackend:
-    """Connect, check (or create) the schema, and build the store, pricing store and read-model.
+    """Connect, check (or create) the schema, and build the store, pricing store and governance queries.
 
     Raises `StoreError` — naming the URL with its password masked and the fix — when the database is
     unreachable or its schema is missing or behind; `ConfigurationError` for an unsupported URL.
@@ -62,5 +62,5 @@ async def open_sql_backend(
         engine=engine,
         store=SqlAgentStore(engine),
         pricing=pricing,
-        readmodel=SqlGovernanceQueries(engine, pricing),
+        queries=SqlGovernanceQueries(engine, pricing),
     )

@@ -191,7 +191,7 @@ usage_daily = sa.Table(
     "agent_usage_daily",
     metadata,
     # The usage ledger summed per UTC day, actor and model, kept in step with `agent_token_usage` by the store
-    # (same transaction). Read-model ranges are whole UTC days, so the rollups read this table, not the ledger.
+    # (same transaction). Governance-query ranges are whole UTC days, so the rollups read this table, not the ledger.
     sa.Column("day", sa.Integer, primary_key=True, autoincrement=False),  # days since 1970-01-01
     sa.Column("actor_ref", _Ref, primary_key=True),
     sa.Column("model_id", sa.String(255), primary_key=True),
@@ -199,7 +199,7 @@ usage_daily = sa.Table(
     sa.Column("input_tokens", sa.BigInteger, nullable=False),
     sa.Column("output_tokens", sa.BigInteger, nullable=False),
     sa.Column("reported_usd", sa.Float, nullable=False),  # sum of provider-reported costs
-    # tokens of the rows WITHOUT a reported cost: the read-model prices these at the current price
+    # tokens of the rows WITHOUT a reported cost: the governance queries price these at the current price
     sa.Column("unreported_input_tokens", sa.BigInteger, nullable=False),
     sa.Column("unreported_output_tokens", sa.BigInteger, nullable=False),
     sa.Column("unreported_cache_read_tokens", sa.BigInteger, nullable=False),

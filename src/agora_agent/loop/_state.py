@@ -1,0 +1,57 @@
+"""What one run's steps share, and the loop's JSON helpers (private to the loop package)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from agora_agent.agents import Persona
+from agora_agent.governance.pricing import ModelPrice
+from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
+from agora_agent.streaming.sink import SinkWriter
+
+__all__ = ["RunState", "json_default", "now_utc", "serialize_output", "to_jsonable"]
+
+
+@dataclass(kw_only=True)
+class RunState:
+    """Everything one run's steps share."""
+
+    deps: LoopDeps
+    run: RunInput
+    hooks: LoopHooks
+    writer: SinkWriter
+    persona: Persona | None
+    allow_list: frozenset[str] | None
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+
+
+def now_utc() -> datetime:
+    """The current UTC time (one place, so tests and steps agree on the clock)."""
+    return datetime.now(UTC)
+
+
+def serialize_output(output: Any) -> str:
+    """Tool output as the model sees it: strings as-is, everything else as JSON (TOOL-04)."""
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, default=str, ensure_ascii=False)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Make a tool's output storable as JSON (pydantic models, dataclasses, dates …)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return json.loads(json.dumps(value, default=json_default))
+
+
+def json_default(value: Any) -> Any:
+    """`json.dumps` fallback: pydantic models by `model_dump`, dataclasses by field, the rest as `str`."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__}
+    return str(value)

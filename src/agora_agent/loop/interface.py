@@ -1,0 +1,107 @@
+"""The loop's interface: its input (`RunInput`), dependencies (`LoopDeps`), hooks (`LoopHooks`) and result."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeVar
+
+from agora_agent.actors import Actor
+from agora_agent.agents import AgentDefinition
+from agora_agent.governance.pricing import PricingStore
+from agora_agent.governance.quota import QuotaStore
+from agora_agent.messages import Attachment
+from agora_agent.models.base import ModelProvider
+from agora_agent.observability.telemetry import Telemetry
+from agora_agent.stores.base import AgentStore
+from agora_agent.streaming.sink import SinkWriter
+from agora_agent.tools.registry import ToolRegistry
+from agora_agent.tools.retry import TransientRetry
+from agora_agent.tools.spec import RolesPolicy
+
+__all__ = [
+    "ApprovalDecision",
+    "LoopDeps",
+    "LoopHooks",
+    "LoopResult",
+    "PendingApproval",
+    "Redactor",
+    "RunInput",
+]
+
+T = TypeVar("T")
+Redactor = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunInput:
+    """One run's input. `day` (UTC `YYYY-MM-DD`) is stamped once by the caller (QUOTA-06)."""
+
+    run_id: str
+    thread_id: str
+    actor: Actor
+    user_text: str
+    day: str
+    agent_name: str = "default"
+    persona_id: str | None = None
+    page_context: Mapping[str, Any] | None = None
+    attachments: tuple[Attachment, ...] = ()
+    parent_run_id: str | None = None
+    depth: int = 0
+
+
+@dataclass(kw_only=True)
+class LoopDeps:
+    """What the loop runs against, built per agent by the service."""
+
+    model: ModelProvider
+    store: AgentStore
+    registry: ToolRegistry
+    policy: RolesPolicy
+    agent: AgentDefinition
+    quota: QuotaStore | None = None
+    pricing: PricingStore | None = None
+    retry: TransientRetry | None = None
+    max_steps: int = 8
+    redactor: Redactor | None = None
+    max_delegation_depth: int = 3
+    telemetry: Telemetry = field(default_factory=Telemetry)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PendingApproval:
+    """An approval the loop waits for."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    deadline: datetime | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ApprovalDecision:
+    status: Literal["approved", "rejected", "expired"]
+    decided_by: str | None = None
+    reason: str | None = None
+
+
+class LoopHooks(Protocol):
+    """The seam between the loop and its runner (ARCH-12)."""
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T: ...
+
+    async def await_approval(self, pending: PendingApproval) -> ApprovalDecision: ...
+
+    async def open_sink(self) -> SinkWriter: ...
+
+    async def run_agent(self, agent_name: str, task: str) -> str: ...
+
+
+@dataclass(kw_only=True)
+class LoopResult:
+    text: str
+    steps: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None

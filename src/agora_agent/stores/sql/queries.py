@@ -1,0 +1,533 @@
+"""`SqlGovernanceQueries`: the governance queries (REFERENCE GQ-01..11) as SQL aggregations.
+
+The database does the grouping and summing; Python only prices the per-group sums. That is exact
+because an estimated cost is linear in the token counts (COST-03): summing the estimates of the rows of
+a (group, model) equals estimating the summed tokens. Rows with a provider-reported `cost_usd` keep it
+(COST-07) and are summed separately, so reported and estimated costs never mix.
+
+The spend rollups (GQ-01..03) read `agent_usage_daily` (the ledger pre-summed per UTC day, actor and
+model, kept in step by the store), since their ranges are whole UTC days; everything else reads the
+base tables through the indexes in tables.py. bench/governance.py times each query on 1M ledger rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import date, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
+from agora_agent.governance.queries import (
+    DEFAULT_LIMIT,
+    ActorSpendRow,
+    AgentReliabilityRow,
+    GovernanceThreadDetail,
+    ModelSpendRow,
+    PendingApprovalRow,
+    PerToolStatRow,
+    ReliabilityTrendPoint,
+    RunDetail,
+    RunMessageRow,
+    RunPage,
+    RunQuery,
+    RunReliability,
+    RunSummaryRow,
+    RunToolCallRow,
+    RunUsageRow,
+    ThreadActivityRow,
+    ThreadUsage,
+    ToolCallActivityRow,
+    UsageTrendPoint,
+    clamp_limit,
+    current_prices,
+    day_bounds,
+    rate,
+    run_summary,
+)
+from agora_agent.messages import Usage
+from agora_agent.stores.sql.records import run_record
+from agora_agent.stores.sql.tables import (
+    MICROS_PER_DAY,
+    approval,
+    message,
+    run,
+    thread,
+    token_usage,
+    tool_call,
+    usage_daily,
+)
+
+__all__ = ["SqlGovernanceQueries"]
+
+_u = token_usage.c
+_EPOCH_DAY = date(1970, 1, 1)
+THREAD_DETAIL_RUNS = 20
+THREAD_DETAIL_MESSAGES = 50
+
+
+def _day(index: int) -> date:
+    return _EPOCH_DAY + timedelta(days=int(index))
+
+
+def _day_index(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """Days since the epoch of a microsecond timestamp: integer division on both backends."""
+    return sa.type_coerce(column, sa.BigInteger) // sa.literal(MICROS_PER_DAY, sa.BigInteger)
+
+
+def _millis(column: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """Epoch milliseconds (floor) of a microsecond timestamp."""
+    return sa.type_coerce(column, sa.BigInteger) // sa.literal(1000, sa.BigInteger)
+
+
+def _cost_columns() -> list[sa.ColumnElement[Any]]:
+    """Per-group sums that price a group: reported costs, and the tokens of rows without one."""
+    unreported = _u.cost_usd.is_(None)
+
+    def when_unreported(col: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+        return sa.func.sum(sa.case((unreported, sa.func.coalesce(col, 0)), else_=0))
+
+    return [
+        sa.func.sum(_u.cost_usd).label("reported_usd"),
+        sa.func.count(_u.cost_usd).label("reported_rows"),
+        when_unreported(_u.input_tokens).label("est_input"),
+        when_unreported(_u.output_tokens).label("est_output"),
+        when_unreported(_u.cache_read_tokens).label("est_cache_read"),
+        when_unreported(_u.cache_write_tokens).label("est_cache_write"),
+    ]
+
+
+def _group_cost(row: sa.RowMapping, prices: Mapping[str, ModelPrice]) -> float:
+    """Reported costs plus the estimate of the unreported tokens at the model's current price (0 unpriced)."""
+    cost = float(row["reported_usd"] or 0.0)
+    price = prices.get(row["model_id"])
+    if price is not None:
+        cost += estimate_cost(
+            Usage(
+                input_tokens=int(row["est_input"] or 0),
+                output_tokens=int(row["est_output"] or 0),
+                cache_read_tokens=int(row["est_cache_read"] or 0),
+                cache_write_tokens=int(row["est_cache_write"] or 0),
+            ),
+            price,
+        )
+    return cost
+
+
+def _in_range(column: sa.ColumnElement[Any], from_day: date | None, to_day: date | None) -> list[Any]:
+    start, end = day_bounds(from_day, to_day)
+    conditions: list[Any] = []
+    if start is not None:
+        conditions.append(column >= start)
+    if end is not None:
+        conditions.append(column <= end)
+    return conditions
+
+
+def _run_summary(row: sa.RowMapping) -> RunSummaryRow:
+    return run_summary(run_record(row))
+
+
+def _message_row(row: sa.RowMapping) -> RunMessageRow:
+    return RunMessageRow(id=row["id"], role=row["role"], content=row["content"], created_at=row["created_at"])
+
+
+def _tool_call_row(row: sa.RowMapping) -> RunToolCallRow:
+    return RunToolCallRow(
+        tool_call_id=row["id"],
+        tool_name=row["tool_name"],
+        tool_type=row["tool_type"],
+        status=row["status"],
+        input=row["input"],
+        output=row["output"],
+        error=row["error"],
+        execution_ms=row["execution_ms"],
+        created_at=row["created_at"],
+    )
+
+
+class SqlGovernanceQueries:
+    """The governance queries over the SQL store's tables, priced against `pricing` (COST-08: None = every cost 0)."""
+
+    def __init__(self, engine: AsyncEngine, pricing: PricingStore | None = None) -> None:
+        self.engine = engine
+        self.pricing = pricing
+
+    async def _rows(self, stmt: sa.Select[Any]) -> Sequence[sa.RowMapping]:
+        async with self.engine.connect() as conn:
+            rows: Sequence[sa.RowMapping] = (await conn.execute(stmt)).mappings().all()
+        return rows
+
+    async def _priced_groups(
+        self, keys: Sequence[str], from_day: date, to_day: date
+    ) -> tuple[Sequence[sa.RowMapping], dict[str, ModelPrice]]:
+        """Sums per (keys…, model) over whole UTC days, read from the daily rollup (not the raw ledger)."""
+        d = usage_daily.c
+        group = [d[k] for k in keys]
+        stmt = (
+            sa.select(
+                *group,
+                d.model_id,
+                sa.func.sum(d.requests).label("requests"),
+                sa.func.sum(d.input_tokens).label("input_tokens"),
+                sa.func.sum(d.output_tokens).label("output_tokens"),
+                sa.func.sum(d.reported_usd).label("reported_usd"),
+                sa.func.sum(d.unreported_input_tokens).label("est_input"),
+                sa.func.sum(d.unreported_output_tokens).label("est_output"),
+                sa.func.sum(d.unreported_cache_read_tokens).label("est_cache_read"),
+                sa.func.sum(d.unreported_cache_write_tokens).label("est_cache_write"),
+            )
+            .where(d.day >= (from_day - _EPOCH_DAY).days, d.day <= (to_day - _EPOCH_DAY).days)
+            .group_by(*group, d.model_id)
+        )
+        rows = await self._rows(stmt)
+        prices = await current_prices(self.pricing) if rows else {}
+        return rows, prices
+
+    async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
+        """GQ-01: sorted by cost desc, then model id asc."""
+        rows, prices = await self._priced_groups([], from_day, to_day)
+        result = [
+            ModelSpendRow(
+                model_id=r["model_id"],
+                requests=int(r["requests"]),
+                input_tokens=int(r["input_tokens"]),
+                output_tokens=int(r["output_tokens"]),
+                cost_usd=_group_cost(r, prices),
+            )
+            for r in rows
+        ]
+        result.sort(key=lambda r: (-r.cost_usd, r.model_id))
+        return result
+
+    async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
+        """GQ-02: sorted by cost desc, then actor ref asc."""
+        rows, prices = await self._priced_groups(["actor_ref"], from_day, to_day)
+        totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
+        for r in rows:
+            acc = totals[r["actor_ref"]]
+            acc[0] += int(r["requests"])
+            acc[1] += int(r["input_tokens"]) + int(r["output_tokens"])
+            acc[2] += _group_cost(r, prices)
+        result = [
+            ActorSpendRow(actor_ref=actor, requests=int(a[0]), total_tokens=int(a[1]), cost_usd=a[2])
+            for actor, a in totals.items()
+        ]
+        result.sort(key=lambda r: (-r.cost_usd, r.actor_ref))
+        return result
+
+    async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
+        """GQ-03: one point per UTC day with usage, day asc."""
+        rows, prices = await self._priced_groups(["day"], from_day, to_day)
+        totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
+        for r in rows:
+            acc = totals[int(r["day"])]
+            acc[0] += int(r["input_tokens"]) + int(r["output_tokens"])
+            acc[1] += _group_cost(r, prices)
+        return [
+            UsageTrendPoint(day=_day(index), total_tokens=int(a[0]), cost_usd=a[1])
+            for index, a in sorted(totals.items())
+        ]
+
+    async def recent_tool_calls(self, limit: int = DEFAULT_LIMIT) -> list[ToolCallActivityRow]:
+        """GQ-04: newest first."""
+        tc = tool_call.c
+        stmt = sa.select(tool_call).order_by(tc.created_at.desc(), tc.seq.desc()).limit(clamp_limit(limit))
+        return [
+            ToolCallActivityRow(
+                tool_call_id=r["id"],
+                tool_name=r["tool_name"],
+                tool_type=r["tool_type"],
+                status=r["status"],
+                thread_id=r["thread_id"] or "",
+                created_at=r["created_at"],
+            )
+            for r in await self._rows(stmt)
+        ]
+
+    async def recent_threads(self, limit: int = DEFAULT_LIMIT) -> list[ThreadActivityRow]:
+        """GQ-05: non-deleted threads (transient included), updated_at desc."""
+        t = thread.c
+        messages = sa.select(sa.func.count()).where(message.c.thread_id == t.id).correlate(thread).scalar_subquery()
+        tokens = (
+            sa.select(sa.func.coalesce(sa.func.sum(_u.input_tokens + _u.output_tokens), 0))
+            .where(_u.thread_id == t.id)
+            .correlate(thread)
+            .scalar_subquery()
+        )
+        stmt = (
+            sa.select(thread, messages.label("message_count"), tokens.label("total_tokens"))
+            .where(t.deleted_at.is_(None))
+            .order_by(t.updated_at.desc(), t.id.desc())
+            .limit(clamp_limit(limit))
+        )
+        return [
+            ThreadActivityRow(
+                thread_id=r["id"],
+                title=r["title"],
+                actor_ref=r["actor_ref"],
+                message_count=int(r["message_count"]),
+                total_tokens=int(r["total_tokens"]),
+                last_activity_at=r["updated_at"],
+            )
+            for r in await self._rows(stmt)
+        ]
+
+    async def list_runs(self, query: RunQuery) -> RunPage:
+        """GQ-06: started_at desc, id desc; cursor = stringified offset."""
+        r = run.c
+        limit = clamp_limit(query.limit)
+        offset = _offset(query.cursor)
+        stmt = sa.select(run).where(*_in_range(r.started_at, query.from_day, query.to_day))
+        for column, value in ((r.actor_ref, query.actor), (r.agent_name, query.agent), (r.status, query.status)):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        stmt = stmt.order_by(r.started_at.desc(), r.id.desc()).offset(offset).limit(limit + 1)
+        rows = await self._rows(stmt)
+        more = len(rows) > limit
+        return RunPage(
+            runs=[_run_summary(row) for row in rows[:limit]],
+            next_cursor=str(offset + limit) if more else None,
+        )
+
+    async def run_detail(self, run_id: str) -> RunDetail | None:
+        """GQ-07: None when the run is unknown; every list oldest first."""
+        async with self.engine.connect() as conn:
+            head = (await conn.execute(sa.select(run).where(run.c.id == run_id))).mappings().first()
+            if head is None:
+                return None
+            messages = (
+                (await conn.execute(sa.select(message).where(message.c.run_id == run_id).order_by(message.c.seq)))
+                .mappings()
+                .all()
+            )
+            calls = (
+                (
+                    await conn.execute(
+                        sa.select(tool_call)
+                        .where(tool_call.c.run_id == run_id)
+                        .order_by(tool_call.c.created_at, tool_call.c.seq)
+                    )
+                )
+                .mappings()
+                .all()
+            )
+            usage = (
+                (await conn.execute(sa.select(token_usage).where(_u.run_id == run_id).order_by(_u.created_at, _u.id)))
+                .mappings()
+                .all()
+            )
+        tool_calls = [_tool_call_row(c) for c in calls]
+        return RunDetail(
+            run=_run_summary(head),
+            messages=[_message_row(m) for m in messages],
+            tool_calls=tool_calls,
+            approvals=[c for c in tool_calls if c.status == "pending_approval"],
+            usage=[
+                RunUsageRow(
+                    model_id=u["model_id"],
+                    purpose=u["purpose"],
+                    input_tokens=u["input_tokens"],
+                    output_tokens=u["output_tokens"],
+                    cost_usd=u["cost_usd"],
+                    created_at=u["created_at"],
+                )
+                for u in usage
+            ],
+        )
+
+    async def pending_approvals(
+        self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
+    ) -> list[PendingApprovalRow]:
+        """GQ-08: pending approvals oldest first; the actor is the run's actor_ref, else the requester."""
+        a = approval.c
+        actor_ref = sa.func.coalesce(run.c.actor_ref, a.requested_by)
+        stmt = (
+            sa.select(approval, actor_ref.label("resolved_actor"), tool_call.c.input)
+            .select_from(
+                approval.outerjoin(run, run.c.id == a.run_id).outerjoin(
+                    tool_call, sa.and_(tool_call.c.run_id == a.run_id, tool_call.c.id == a.tool_call_id)
+                )
+            )
+            .where(a.status == "pending")
+            .order_by(a.created_at, a.tool_call_id)
+            .limit(clamp_limit(limit))
+        )
+        if actor is not None:
+            stmt = stmt.where(actor_ref == actor)
+        return [
+            PendingApprovalRow(
+                tool_call_id=r["tool_call_id"],
+                tool_name=r["tool_name"],
+                input=r["input"],
+                thread_id=r["thread_id"],
+                run_id=r["run_id"],
+                actor_ref=r["resolved_actor"],
+                requested_at=r["created_at"],
+            )
+            for r in await self._rows(stmt)
+        ]
+
+    async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
+        """GQ-09: on created_at; sorted by calls desc, then tool name asc."""
+        tc = tool_call.c
+        stmt = (
+            sa.select(
+                tc.tool_name,
+                tc.tool_type,
+                sa.func.count().label("calls"),
+                sa.func.sum(sa.case((tc.status == "failed", 1), else_=0)).label("failed"),
+                sa.func.sum(sa.case((tc.status == "rejected", 1), else_=0)).label("rejected"),
+                sa.func.sum(tc.execution_ms).label("ms_sum"),
+                sa.func.count(tc.execution_ms).label("ms_count"),
+            )
+            .where(*_in_range(tc.created_at, from_day, to_day))
+            .group_by(tc.tool_name, tc.tool_type)
+        )
+        result = [
+            PerToolStatRow(
+                tool_name=r["tool_name"],
+                tool_type=r["tool_type"],
+                calls=int(r["calls"]),
+                failed=int(r["failed"] or 0),
+                rejected=int(r["rejected"] or 0),
+                avg_duration_ms=int(r["ms_sum"]) / int(r["ms_count"]) if r["ms_count"] else None,
+            )
+            for r in await self._rows(stmt)
+        ]
+        result.sort(key=lambda r: (-r.calls, r.tool_name, r.tool_type))
+        return result
+
+    async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
+        """GQ-10: on started_at. Rates are 0 without runs; durations average settled runs only."""
+        r = run.c
+        settled = r.finished_at.isnot(None) & (r.status != "running")
+        day = _day_index(r.started_at).label("day_index")
+
+        def count_status(status: str) -> sa.ColumnElement[Any]:
+            return sa.func.sum(sa.case((r.status == status, 1), else_=0))
+
+        stmt = (
+            sa.select(
+                r.agent_name,
+                day,
+                sa.func.count().label("runs"),
+                count_status("completed").label("completed"),
+                count_status("failed").label("failed"),
+                count_status("cancelled").label("cancelled"),
+                count_status("running").label("running"),
+                sa.func.sum(sa.case((settled, _millis(r.finished_at) - _millis(r.started_at)), else_=0)).label(
+                    "duration_ms"
+                ),
+                sa.func.sum(sa.case((settled, 1), else_=0)).label("settled"),
+            )
+            .where(*_in_range(r.started_at, from_day, to_day))
+            .group_by(r.agent_name, day)
+        )
+        rows = await self._rows(stmt)
+        totals: dict[str, int] = defaultdict(int)
+        by_agent: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0])
+        trend: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+        for row in rows:
+            for field in ("runs", "completed", "failed", "cancelled", "running", "duration_ms", "settled"):
+                totals[field] += int(row[field] or 0)
+            agent = by_agent[row["agent_name"]]
+            agent[0] += int(row["runs"])
+            agent[1] += int(row["failed"] or 0)
+            agent[2] += int(row["completed"] or 0)
+            point = trend[int(row["day_index"])]
+            point[0] += int(row["runs"])
+            point[1] += int(row["failed"] or 0)
+        runs = totals["runs"]
+        agents = [
+            AgentReliabilityRow(agent_name=name, runs=a[0], failed=a[1], success_rate=rate(a[2], a[0]))
+            for name, a in by_agent.items()
+        ]
+        agents.sort(key=lambda a: (-a.runs, a.agent_name is not None, a.agent_name or ""))
+        return RunReliability(
+            runs=runs,
+            completed=totals["completed"],
+            failed=totals["failed"],
+            cancelled=totals["cancelled"],
+            running=totals["running"],
+            success_rate=rate(totals["completed"], runs),
+            failure_rate=rate(totals["failed"], runs),
+            cancel_rate=rate(totals["cancelled"], runs),
+            avg_duration_ms=totals["duration_ms"] / totals["settled"] if totals["settled"] else None,
+            by_agent=agents,
+            trend=[ReliabilityTrendPoint(day=_day(i), runs=p[0], failed=p[1]) for i, p in sorted(trend.items())],
+        )
+
+    async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
+        """GQ-11: soft-deleted threads included (`deleted=True`); None when the thread never existed."""
+        async with self.engine.connect() as conn:
+            head = (await conn.execute(sa.select(thread).where(thread.c.id == thread_id))).mappings().first()
+            if head is None:
+                return None
+            usage_stmt = (
+                sa.select(
+                    _u.model_id,
+                    sa.func.count().label("requests"),
+                    sa.func.sum(_u.input_tokens + _u.output_tokens).label("tokens"),
+                    *_cost_columns(),
+                )
+                .where(_u.thread_id == thread_id)
+                .group_by(_u.model_id)
+            )
+            usage = (await conn.execute(usage_stmt)).mappings().all()
+            run_count = await conn.scalar(sa.select(sa.func.count()).where(run.c.thread_id == thread_id))
+            message_count = await conn.scalar(sa.select(sa.func.count()).where(message.c.thread_id == thread_id))
+            runs = (
+                (
+                    await conn.execute(
+                        sa.select(run)
+                        .where(run.c.thread_id == thread_id)
+                        .order_by(run.c.started_at.desc(), run.c.id.desc())
+                        .limit(THREAD_DETAIL_RUNS)
+                    )
+                )
+                .mappings()
+                .all()
+            )
+            messages = (
+                (
+                    await conn.execute(
+                        sa.select(message)
+                        .where(message.c.thread_id == thread_id)
+                        .order_by(message.c.created_at.desc(), message.c.id.desc())
+                        .limit(THREAD_DETAIL_MESSAGES)
+                    )
+                )
+                .mappings()
+                .all()
+            )
+        prices = await current_prices(self.pricing) if usage else {}
+        return GovernanceThreadDetail(
+            thread_id=head["id"],
+            title=head["title"],
+            actor_ref=head["actor_ref"],
+            tenant_ref=head["tenant_ref"],
+            persona=head["persona"],
+            transient=bool(head["transient"]),
+            created_at=head["created_at"],
+            updated_at=head["updated_at"],
+            deleted=head["deleted_at"] is not None,
+            usage=ThreadUsage(
+                total_tokens=sum(int(u["tokens"] or 0) for u in usage),
+                cost_usd=sum((_group_cost(u, prices) for u in usage), 0.0) if usage else None,
+                run_count=int(run_count or 0),
+                message_count=int(message_count or 0),
+            ),
+            runs=[_run_summary(r) for r in runs],
+            messages=[_message_row(m) for m in messages],
+        )
+
+
+def _offset(cursor: str | None) -> int:
+    try:
+        return max(int(cursor), 0) if cursor else 0
+    except ValueError:
+        return 0

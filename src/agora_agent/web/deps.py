@@ -1,0 +1,53 @@
+"""The FastAPI dependencies every agent route uses: the service, the caller, and the documented error bodies.
+
+The route class (`web/route_class.py`) puts the router's `RouteContext` on each request before the
+endpoint runs, so handlers are plain module-level functions that declare what they need:
+
+    async def cancel(service: ServiceDep, actor: ActorDep, run_id: str) -> AbortedResponse: ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from agora_agent.actors import Actor
+from agora_agent.errors import ConfigurationError
+from agora_agent.service import AgentService
+from agora_agent.web.route_class import CONTEXT_STATE, current_actor
+from agora_agent.web.schemas import ErrorBody
+
+__all__ = ["ActorDep", "ContextDep", "RouteContext", "ServiceDep", "error_responses", "route_context", "service_of"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteContext:
+    """What every route of one agent router shares: its service and the SSE keep-alive interval."""
+
+    service: AgentService
+    ping_seconds: float = 15
+
+
+def route_context(request: Request) -> RouteContext:
+    """FastAPI dependency: the `RouteContext` of the router serving this request."""
+    context = getattr(request.state, CONTEXT_STATE, None)
+    if not isinstance(context, RouteContext):  # a handler mounted outside `agent_router`
+        raise ConfigurationError("agora-agent routes must be mounted with agent_router()")
+    return context
+
+
+def service_of(request: Request) -> AgentService:
+    """FastAPI dependency: the `AgentService` of the router serving this request."""
+    return route_context(request).service
+
+
+ServiceDep = Annotated[AgentService, Depends(service_of)]
+ContextDep = Annotated[RouteContext, Depends(route_context)]
+ActorDep = Annotated[Actor, Depends(current_actor)]
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` entry for a route's error statuses (401 always: every route needs identity)."""
+    return {code: {"model": ErrorBody} for code in (401, *codes)}

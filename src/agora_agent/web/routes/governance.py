@@ -1,0 +1,370 @@
+"""The governance routes over the `GovernanceQueries` (spend, usage, runs, threads, approvals, pricing).
+
+Mounting (HTTP-14..16, GGATE-02):
+- no governance queries (`governance_queries=False`, or a custom store without one): nothing is mounted;
+- governance queries: `GET approvals/mine` (the caller's own pending approvals) is mounted;
+- governance queries AND `governance_authorize`: the eleven `governance/*` routes too, each answering 401
+  (no identity), then 403 (gate refuses); without the gate a warning is logged once at start-up;
+- `governance/pricing` (GET/POST) only when a pricing store is configured as well.
+
+Rows naming an actor get `actorLabel` from `config.actor_directory` (GQ-12): one batched
+`resolve_display` per response, unknown refs left unlabelled, a failing directory ignored.
+`limit` is parsed like the reference (HTTP-16): leading integer, else 50; non-positive -> 50; max 200.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, date, datetime
+from enum import Enum
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict
+from starlette.responses import JSONResponse
+
+from agora_agent.actors import Actor
+from agora_agent.config import AgentConfig
+from agora_agent.errors import InvalidRequestError, NotFoundError
+from agora_agent.governance.pricing import ModelPrice, PricingStore
+from agora_agent.governance.queries import (
+    ActorSpendRow,
+    GovernanceQueries,
+    GovernanceThreadDetail,
+    ModelSpendRow,
+    PendingApprovalRow,
+    PerToolStatRow,
+    RunDetail,
+    RunQuery,
+    RunReliability,
+    RunSummaryRow,
+    ThreadActivityRow,
+    ToolCallActivityRow,
+    UsageTrendPoint,
+    clamp_limit,
+)
+from agora_agent.service import AgentService
+from agora_agent.web.access import require_gate
+from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
+from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_name
+
+__all__ = ["add_routes", "governance_mount_plan", "parse_limit"]
+
+logger = logging.getLogger("agora_agent.web")
+
+LimitQ = Annotated[str | None, Query(description="Rows to return: default 50, at most 200.")]
+FromQ = Annotated[date | None, Query(alias="from", description="First UTC day (YYYY-MM-DD), inclusive.")]
+ToQ = Annotated[date | None, Query(alias="to", description="Last UTC day (YYYY-MM-DD), inclusive.")]
+
+GATE_WARNING = (
+    "agora-agent: governance queries are configured but `governanceAuthorize` (AgentConfig.governance_authorize) "
+    "is not set, so the governance routes and the dashboard are NOT mounted; only GET {prefix}/approvals/mine is. "
+    "Set governance_authorize=lambda actor, request: 'admin' in actor.roles (or `governanceAuthorize: () => true` "
+    "to open them to every authenticated caller) to mount them."
+)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=wire_name, populate_by_name=True)
+
+
+class _Labelled(_Wire):
+    actor_label: str | None = None
+
+
+class ActorSpendRowOut(ActorSpendRow, _Labelled):
+    """GQ-02 row + `actorLabel`."""
+
+
+class ThreadActivityRowOut(ThreadActivityRow, _Labelled):
+    """GQ-05 row + `actorLabel`."""
+
+
+class RunSummaryRowOut(RunSummaryRow, _Labelled):
+    """GQ-06 row + `actorLabel`."""
+
+
+class RunPageOut(_Wire):
+    """GQ-06 page: `{runs, nextCursor}`, runs labelled."""
+
+    runs: list[RunSummaryRowOut]
+    next_cursor: str | None
+
+
+class RunDetailOut(RunDetail):
+    """GQ-07 with `actorLabel` on `run`."""
+
+    run: RunSummaryRowOut  # a subclass: same wire shape plus the label
+
+
+class PendingApprovalRowOut(PendingApprovalRow, _Labelled):
+    """GQ-08 row + `actorLabel`."""
+
+
+class GovernanceThreadDetailOut(GovernanceThreadDetail, _Labelled):
+    """GQ-11 with `actorLabel` on the thread and on each run."""
+
+    runs: list[RunSummaryRowOut]  # type: ignore[assignment]  # docs-only model: same rows plus the label
+
+
+def parse_limit(raw: str | None) -> int:
+    """HTTP-16: `parseInt` semantics (leading integer), non-finite or <= 0 -> 50, clamp 200."""
+    match = re.match(r"\s*([+-]?\d+)", raw or "")
+    return clamp_limit(int(match.group(1)) if match else None)
+
+
+def governance_mount_plan(config: AgentConfig) -> tuple[bool, bool, bool]:
+    """(governance queries resolve, governance routes mounted, pricing routes mounted) for a config.
+
+    Decided when the router is built, before the service connects: governance queries resolve when they are
+    given, or by default for the memory and SQL stores (the service builds their twin in `start()`).
+    """
+    setting = config.governance_queries
+    if setting is False:
+        has_queries = False
+    elif setting is not None and setting is not True:
+        has_queries = True
+    else:
+        from agora_agent.stores.memory import MemoryAgentStore
+
+        has_queries = config.store is None or isinstance(config.store, str | MemoryAgentStore)
+    gated = has_queries and config.governance_authorize is not None
+    return has_queries, gated, gated and config.pricing is not False
+
+
+def _rows(items: list[Any]) -> list[dict[str, Any]]:
+    return [i.model_dump(by_alias=True, mode="json") for i in items]
+
+
+async def _label(directory: Any, targets: list[dict[str, Any]]) -> None:
+    """GQ-12: add `actorLabel` in place; one batched call; failures and unknown refs leave rows as they are."""
+    if directory is None:
+        return
+    refs = sorted({t["actorRef"] for t in targets if isinstance(t.get("actorRef"), str) and t["actorRef"]})
+    if not refs:
+        return
+    try:
+        labels = await directory.resolve_display(refs)
+    except Exception:
+        logger.warning("agora-agent: actor directory failed; rows stay unlabelled", exc_info=True)
+        return
+    for target in targets:
+        label = labels.get(target.get("actorRef")) if isinstance(labels, dict) else None
+        if isinstance(label, str):
+            target["actorLabel"] = label
+
+
+def _today() -> date:
+    return datetime.now(UTC).date()
+
+
+def _queries(service: AgentService) -> GovernanceQueries:
+    queries = service.governance_queries
+    if queries is None:  # the configured store turned out to have no governance queries
+        raise NotFoundError("not found")
+    return queries
+
+
+def _pricing(service: AgentService) -> PricingStore:
+    store = service.pricing
+    if store is None:
+        raise NotFoundError("not found")
+    return store
+
+
+async def gate(request: Request, service: ServiceDep, actor: ActorDep) -> Actor:
+    """FastAPI dependency of every `governance/*` route: 403 unless `governance_authorize` admits the caller."""
+    config = service.config
+    await require_gate(actor, request, config.governance_authorize, debug=config.debug)
+    return actor
+
+
+async def my_approvals(service: ServiceDep, actor: ActorDep, limit: LimitQ = None) -> JSONResponse:
+    """The caller's own pending approvals, oldest first (no gate needed)."""
+    rows = _rows(await _queries(service).pending_approvals(actor=actor.id, limit=parse_limit(limit)))
+    await _label(service.config.actor_directory, rows)
+    return JSONResponse(rows)
+
+
+async def spend_by_model(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    """Spend per model; both days default to today (UTC)."""
+    return JSONResponse(_rows(await _queries(service).spend_by_model(from_ or _today(), to or _today())))
+
+
+async def spend_by_actor(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    """Spend per actor, with labels; both days default to today (UTC)."""
+    rows = _rows(await _queries(service).spend_by_actor(from_ or _today(), to or _today()))
+    await _label(service.config.actor_directory, rows)
+    return JSONResponse(rows)
+
+
+async def usage_trend(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    """Tokens and cost per UTC day with usage."""
+    return JSONResponse(_rows(await _queries(service).usage_trend(from_ or _today(), to or _today())))
+
+
+async def recent_tool_calls(service: ServiceDep, limit: LimitQ = None) -> JSONResponse:
+    """Tool calls, newest first."""
+    return JSONResponse(_rows(await _queries(service).recent_tool_calls(parse_limit(limit))))
+
+
+async def recent_threads(service: ServiceDep, limit: LimitQ = None) -> JSONResponse:
+    """The most recently active threads, with labels."""
+    rows = _rows(await _queries(service).recent_threads(parse_limit(limit)))
+    await _label(service.config.actor_directory, rows)
+    return JSONResponse(rows)
+
+
+async def thread_detail(service: ServiceDep, thread_id: str) -> JSONResponse:
+    """Any thread with its runs (soft-deleted ones too, marked `deleted: true`); unknown -> 404.
+
+    A governance adapter without `thread_detail` answers 501.
+    """
+    queries = _queries(service)
+    if getattr(queries, "thread_detail", None) is None:
+        return JSONResponse({"error": "this governance adapter does not support thread detail"}, status_code=501)
+    detail = await queries.thread_detail(thread_id)
+    if detail is None:
+        raise NotFoundError("thread not found")
+    body = detail.model_dump(by_alias=True, mode="json")
+    await _label(service.config.actor_directory, [body, *body["runs"]])
+    return JSONResponse(body)
+
+
+async def list_runs(
+    service: ServiceDep,
+    actor: Annotated[str | None, Query(description="Exact actor ref")] = None,
+    agent: Annotated[str | None, Query(description="Exact agent name")] = None,
+    status: Annotated[str | None, Query(description="running | completed | failed | cancelled")] = None,
+    from_: FromQ = None,
+    to: ToQ = None,
+    cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
+    limit: LimitQ = None,
+) -> JSONResponse:
+    """Runs, newest first, filtered, one page at a time (pass `nextCursor` back for the next)."""
+    if cursor is not None and not cursor.strip().isdigit():
+        raise InvalidRequestError(f"cursor must be the nextCursor of a previous page (a number), got {cursor!r}")
+    page = await _queries(service).list_runs(
+        RunQuery(
+            actor=actor,
+            agent=agent,
+            status=status,
+            from_day=from_,
+            to_day=to,
+            cursor=cursor.strip() if cursor else None,
+            limit=parse_limit(limit),
+        )
+    )
+    body = page.model_dump(by_alias=True, mode="json")
+    await _label(service.config.actor_directory, body["runs"])
+    return JSONResponse(body)
+
+
+async def run_detail(service: ServiceDep, run_id: str) -> JSONResponse:
+    """The whole trace of a run: messages, tool calls, usage; unknown -> 404."""
+    detail = await _queries(service).run_detail(run_id)
+    if detail is None:
+        raise NotFoundError("run not found")
+    body = detail.model_dump(by_alias=True, mode="json")
+    await _label(service.config.actor_directory, [body["run"]])
+    return JSONResponse(body)
+
+
+async def pending_approvals(
+    service: ServiceDep,
+    actor: Annotated[str | None, Query(description="Only this actor's")] = None,
+    limit: LimitQ = None,
+) -> JSONResponse:
+    """Every actor's pending approvals, oldest first, with labels."""
+    rows = _rows(await _queries(service).pending_approvals(actor=actor, limit=parse_limit(limit)))
+    await _label(service.config.actor_directory, rows)
+    return JSONResponse(rows)
+
+
+async def tool_stats(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    """Per tool: calls, failures, rejections and mean duration (both days optional)."""
+    return JSONResponse(_rows(await _queries(service).per_tool_stats(from_, to)))
+
+
+async def reliability(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    """Run outcomes and rates, per agent and per day (both days optional)."""
+    return JSONResponse((await _queries(service).run_reliability(from_, to)).model_dump(by_alias=True, mode="json"))
+
+
+async def list_prices(service: ServiceDep) -> JSONResponse:
+    """The current price of each model (cache rates omitted when unset)."""
+    prices = [
+        PriceOut(
+            model_id=p.model_id,
+            input_price_per_1m=p.input_price_per_1m,
+            output_price_per_1m=p.output_price_per_1m,
+            cache_write_price_per_1m=p.cache_write_price_per_1m,
+            cache_read_price_per_1m=p.cache_read_price_per_1m,
+            effective_from=p.effective_from,
+        )
+        for p in await _pricing(service).list_current_prices()
+    ]
+    return JSONResponse([p.model_dump(by_alias=True, mode="json", exclude_none=True) for p in prices])
+
+
+async def upsert_price(service: ServiceDep, body: PriceUpsertRequest) -> OkResponse:
+    """Set a model's current price (atomically supersedes the previous one)."""
+    await _pricing(service).upsert_price(
+        ModelPrice(
+            model_id=body.model_id.strip(),
+            input_price_per_1m=body.input_price_per_1m,
+            output_price_per_1m=body.output_price_per_1m,
+            cache_write_price_per_1m=body.cache_write_price_per_1m,
+            cache_read_price_per_1m=body.cache_read_price_per_1m,
+        )
+    )
+    return OkResponse()
+
+
+_GATED_READS: tuple[tuple[str, Any, Any], ...] = (
+    ("/spend/model", list[ModelSpendRow], spend_by_model),
+    ("/spend/actor", list[ActorSpendRowOut], spend_by_actor),
+    ("/usage/trend", list[UsageTrendPoint], usage_trend),
+    ("/tool-calls/recent", list[ToolCallActivityRow], recent_tool_calls),
+    ("/threads/recent", list[ThreadActivityRowOut], recent_threads),
+    ("/threads/{thread_id}", GovernanceThreadDetailOut, thread_detail),
+    ("/runs", RunPageOut, list_runs),
+    ("/runs/{run_id}", RunDetailOut, run_detail),
+    ("/approvals/pending", list[PendingApprovalRowOut], pending_approvals),
+    ("/tools/stats", list[PerToolStatRow], tool_stats),
+    ("/reliability", RunReliability, reliability),
+)
+
+
+def add_routes(router: APIRouter, config: AgentConfig) -> None:
+    """Add `approvals/mine` and the `governance/*` routes per `governance_mount_plan` (see the module docstring)."""
+    has_queries, gated, pricing_routes = governance_mount_plan(config)
+    if not has_queries:
+        return
+    tags: list[str | Enum] = ["governance"]
+    router.get(
+        "/approvals/mine", response_model=list[PendingApprovalRowOut], responses=error_responses(404), tags=tags
+    )(my_approvals)
+    if not gated:
+        logger.warning(GATE_WARNING.format(prefix=config.prefix))
+        return
+    gated_deps = [Depends(gate)]
+    responses = error_responses(403, 404, 422)
+    for path, model, endpoint in _GATED_READS:
+        extra: dict[int | str, dict[str, Any]] = {501: {"model": ErrorBody}} if endpoint is thread_detail else {}
+        router.get(
+            "/governance" + path,
+            response_model=model,
+            responses={**responses, **extra},
+            tags=tags,
+            dependencies=gated_deps,
+        )(endpoint)
+    if not pricing_routes:
+        return
+    router.get(
+        "/governance/pricing", response_model=list[PriceOut], responses=responses, tags=tags, dependencies=gated_deps
+    )(list_prices)
+    router.post(
+        "/governance/pricing", response_model=OkResponse, responses=responses, tags=tags, dependencies=gated_deps
+    )(upsert_price)

@@ -1,0 +1,71 @@
+"""The caller's threads: list, read, delete, fork; and an agent's persona catalogue."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+
+from agora_agent.errors import NotFoundError
+from agora_agent.web.access import own_thread
+from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
+from agora_agent.web.schemas import MessageOut, OkResponse, PersonaOut, ThreadDetailOut, ThreadSummaryOut, ToolCallOut
+
+__all__ = ["add_routes", "delete_thread", "fork_thread", "get_thread", "list_threads", "persona_catalog"]
+
+
+async def list_threads(service: ServiceDep, actor: ActorDep) -> list[ThreadSummaryOut]:
+    """The caller's threads, newest activity first (50)."""
+    return [ThreadSummaryOut.of_summary(s) for s in await service.list_threads(actor, limit=50)]
+
+
+async def persona_catalog(
+    service: ServiceDep,
+    actor: ActorDep,
+    agent: Annotated[str | None, Query(description="A named agent (default agent)")] = None,
+) -> list[PersonaOut]:
+    """The agent's personas as `[{id, label}]`, in declaration order."""
+    return [PersonaOut(id=p.id, label=p.label) for p in service.persona_catalog(agent)]
+
+
+async def get_thread(request: Request, service: ServiceDep, actor: ActorDep, thread_id: str) -> ThreadDetailOut:
+    """The thread with its messages and the audit rows of its tool calls."""
+    await own_thread(service, thread_id, actor, request)
+    detail = await service.get_thread(thread_id)
+    if detail is None:
+        raise NotFoundError("thread not found")
+    return ThreadDetailOut(
+        **ThreadSummaryOut.of(detail.thread, detail.last_message_preview).model_dump(),
+        messages=[MessageOut.of(m) for m in detail.messages],
+        tool_calls=[ToolCallOut.of(t) for t in detail.tool_calls],
+    )
+
+
+async def delete_thread(request: Request, service: ServiceDep, actor: ActorDep, thread_id: str) -> OkResponse:
+    """Soft-delete the thread; afterwards it is 404 for everyone."""
+    await own_thread(service, thread_id, actor, request)
+    await service.delete_thread(thread_id)
+    return OkResponse()
+
+
+async def fork_thread(
+    request: Request, service: ServiceDep, actor: ActorDep, thread_id: str, message_id: str
+) -> ThreadSummaryOut:
+    """A new thread holding the messages up to and including `message_id`."""
+    await own_thread(service, thread_id, actor, request)
+    return ThreadSummaryOut.of_summary(await service.fork_thread(thread_id, message_id))
+
+
+def add_routes(router: APIRouter) -> None:
+    """Add the thread routes (the persona catalogue first: its path would otherwise match a thread id)."""
+    router.get("/threads", response_model=list[ThreadSummaryOut], responses=error_responses())(list_threads)
+    router.get("/threads/personas/catalog", response_model=list[PersonaOut], responses=error_responses(404))(
+        persona_catalog
+    )
+    router.get("/threads/{thread_id}", response_model=ThreadDetailOut, responses=error_responses(403, 404))(get_thread)
+    router.delete("/threads/{thread_id}", response_model=OkResponse, responses=error_responses(403, 404))(delete_thread)
+    router.post(
+        "/threads/{thread_id}/fork-from/{message_id}",
+        response_model=ThreadSummaryOut,
+        responses=error_responses(403, 404),
+    )(fork_thread)
