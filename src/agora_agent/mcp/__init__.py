@@ -1,0 +1,40 @@
+"""MCP both ways (needs the `mcp` extra for the server and the client connections).
+
+- Serve the app's governed tools to MCP clients: `mount_mcp(app, auth=api_key_auth(...))`.
+- Use an external MCP server's tools as governed tools: `AgentConfig(mcp_servers=[MCPServer(...)])`.
+
+The SDK is imported only when a name that needs it is first used, so `MCPServer` can be configured
+without the extra installed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora_agent.mcp.auth import MCPAuth, OAuthResource, api_key_auth, bearer_auth, fixed_actor, resolver_auth
+
+if TYPE_CHECKING:
+    from agora_agent.mcp.server import ActionsMode, MCPEndpoint, mount_mcp
+
+__all__ = [
+    "ActionsMode",
+    "MCPAuth",
+    "MCPEndpoint",
+    "OAuthResource",
+    "api_key_auth",
+    "bearer_auth",
+    "fixed_actor",
+    "mount_mcp",
+    "resolver_auth",
+]
+
+_LAZY = {"ActionsMode": "server", "MCPEndpoint": "server", "mount_mcp": "server"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agora_agent.mcp' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"agora_agent.mcp.{module}"), name)
