@@ -117,12 +117,14 @@ async def test_legacy_handshake_clients_stateless_and_stateful() -> None:
     for stateless in (True, False):
         app = create_app(config())
         mount_mcp(app, auth=keys, actions="confirm", stateless=stateless)
-        async with serve(app) as base:
-            async with mcp_client(f"{base}/agent/mcp", "k", mode="legacy", elicitation_callback=elicit) as client:
-                assert "refund_order" in [t.name for t in (await client.list_tools()).tools]
-                result = await client.call_tool("refund_order", {"order_id": 1, "amount": 1})
-                text = result.content[0].text  # type: ignore[union-attr]
-                if stateless:  # no server->client channel: a clear refusal, nothing done
-                    assert result.is_error and "elicitation" in text
-                else:  # the session's back-channel carries the question
-                    assert not result.is_error, text
+        async with (
+            serve(app) as base,
+            mcp_client(f"{base}/agent/mcp", "k", mode="legacy", elicitation_callback=elicit) as client,
+        ):
+            assert "refund_order" in [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("refund_order", {"order_id": 1, "amount": 1})
+            text = result.content[0].text  # type: ignore[union-attr]
+            if stateless:  # no server->client channel: a clear refusal, nothing done
+                assert result.is_error and "elicitation" in text
+            else:  # the session's back-channel carries the question
+                assert not result.is_error, text
