@@ -95,9 +95,10 @@ async def test_bearer_verifier_with_issuer_serves_oauth_metadata() -> None:
         assert meta.json()["scopes_supported"] == ["mcp"]
         r = await http.post(f"{base}/agent/mcp", json=LIST)
         assert r.status_code == 401 and r.json() == {"error": "missing bearer token"}
-        assert f'resource_metadata="{base}/.well-known/oauth-protected-resource/agent/mcp"' in r.headers[
-            "www-authenticate"
-        ]
+        assert (
+            f'resource_metadata="{base}/.well-known/oauth-protected-resource/agent/mcp"'
+            in r.headers["www-authenticate"]
+        )
         r = await http.post(f"{base}/agent/mcp", json=LIST, headers={"Authorization": "Bearer t-expired"})
         assert r.status_code == 401 and r.json() == {"error": "token expired"}
         r = await http.post(f"{base}/agent/mcp", json=LIST, headers={"Authorization": "Bearer t-2"})
