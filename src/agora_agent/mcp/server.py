@@ -44,6 +44,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.auth import ProtectedResourceMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -51,7 +52,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError, ToolError, UnauthenticatedError
-from agora_agent.loop.types import serialize_output, to_jsonable
 from agora_agent.mcp.auth import MCPAuth, NoAuth
 from agora_agent.messages import ToolDefinition
 from agora_agent.stores.base import RunRecord, ToolCallPatch, ToolCallRecord
@@ -78,6 +78,16 @@ _SESSION_CACHE = 4096
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _jsonable(value: Any) -> Any:
+    """A tool's output as plain JSON data (pydantic models, dataclasses, dates …), as the audit row stores it."""
+    return to_jsonable_python(value, fallback=str)
+
+
+def _as_text(output: Any) -> str:
+    """What an MCP client reads: strings as-is, anything else as JSON (like the chat's tool results)."""
+    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
 
 
 def _text(text: str, *, error: bool = False, structured: Any = None) -> types.CallToolResult:
@@ -334,7 +344,7 @@ class MCPEndpoint:
             return await service.registry.execute(authorized, tctx)
 
         try:
-            output = to_jsonable(await run_with_retry(attempt, service.retry))
+            output = _jsonable(await run_with_retry(attempt, service.retry))
         except Exception as exc:
             message = str(exc) if isinstance(exc, ToolError) else f'Tool "{name}" failed: {exc or repr(exc)}'
             if not isinstance(exc, ToolError):
@@ -363,7 +373,7 @@ class MCPEndpoint:
             ),
         )
         await service.store.record_run_end(run_id, status="completed", step_count=1)
-        return _text(serialize_output(output), structured=output)
+        return _text(_as_text(output), structured=output)
 
     # -- confirmation through elicitation ----------------------------------------------------------
 
