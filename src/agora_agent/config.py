@@ -13,6 +13,8 @@ from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import GovernanceQueries
 from agora_agent.governance.quota import Budget, QuotaStore
 from agora_agent.models.base import ModelProvider
+from agora_agent.rag.access import RetrievalFilter, acl_filter
+from agora_agent.rag.retrievers import Retriever
 from agora_agent.stores.attachments import AttachmentStagingStore
 from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.sink import TokenSink
@@ -67,6 +69,10 @@ class AgentConfig:
       `started` tool calls `unknown_after_crash`, pending approvals `expired`). Default: on for a
       SQLite URL (one process owns the file), off otherwise — never turn it on when several
       processes run agents on one database.
+    - `retriever` turns on inject mode (CFG-09): every run retrieves `retrieval_top_k` passages for the
+      user's text and appends them to the system prompt. `retrieval_filter(actor) -> filter` scopes it;
+      the default is `agora_agent.rag.acl_filter` (tenant + roles stamped at ingestion) — pass
+      `agora_agent.rag.unscoped` (or None) to opt out explicitly. A filter that raises fails the run.
     - `debug`: show internal error messages to callers (401/403 reasons, failed-run details).
     - `on_event`: a function or coroutine function receiving typed lifecycle events
       (`agora_agent.observability`); its errors are logged and ignored.
@@ -118,6 +124,10 @@ class AgentConfig:
         "text/plain",
         "text/csv",
     )
+
+    retriever: Retriever | None = None
+    retrieval_top_k: int = 5
+    retrieval_filter: RetrievalFilter | None = acl_filter
 
     def all_agents(self) -> list[AgentDefinition]:
         """The default agent first, then the extra agents."""

@@ -39,6 +39,7 @@ from agora_agent.loop import LoopDeps, RunInput
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
+from agora_agent.rag.inject import InjectRetrieval
 from agora_agent.runners.inline import InlineRunner
 from agora_agent.stores.base import (
     AgentStore,
@@ -147,6 +148,7 @@ class AgentService:
         self._backend: Any = None
         self._runner: InlineRunner | None = None
         self._started = False
+        self._retrieval = _inject_retrieval(config)
 
     @classmethod
     def from_config(cls, config: AgentConfig) -> AgentService:
@@ -266,6 +268,7 @@ class AgentService:
             redactor=self.config.redactor,
             max_delegation_depth=self.config.max_delegation_depth,
             telemetry=self.telemetry,
+            retrieval=self._retrieval,
         )
 
     def persona_catalog(self, agent: str | None = None) -> list[Persona]:
@@ -511,6 +514,12 @@ def _standing(approval: ApprovalRecord) -> dict[str, Any]:
 async def _empty() -> AsyncIterator[StreamEvent]:
     return
     yield  # pragma: no cover - makes this an async generator
+
+
+def _inject_retrieval(config: AgentConfig) -> InjectRetrieval | None:
+    if config.retriever is None:
+        return None
+    return InjectRetrieval(retriever=config.retriever, top_k=config.retrieval_top_k, filter=config.retrieval_filter)
 
 
 def _resolve_model(model: ModelProvider | str | Any) -> ModelProvider:

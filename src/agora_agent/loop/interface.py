@@ -14,6 +14,7 @@ from agora_agent.governance.quota import QuotaStore
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
+from agora_agent.rag.inject import InjectRetrieval
 from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.sink import SinkWriter
 from agora_agent.tools.registry import ToolRegistry
@@ -67,6 +68,7 @@ class LoopDeps:
     redactor: Redactor | None = None
     max_delegation_depth: int = 3
     telemetry: Telemetry = field(default_factory=Telemetry)
+    retrieval: InjectRetrieval | None = None  # inject mode: the `retrieve` step runs when set
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

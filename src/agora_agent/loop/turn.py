@@ -26,6 +26,7 @@ from agora_agent.loop._state import RunState, now_utc, serialize_output
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition, ToolResult
+from agora_agent.rag.inject import retrieve_into_system
 from agora_agent.stores.base import AgentStore, ToolCallRecord, UsageRecord
 from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
@@ -77,6 +78,10 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         persona=persona,
         allow_list=effective_allow_list(agent, persona),
     )
+    if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
+        system = await retrieve_into_system(
+            deps.retrieval, store=store, run=run, hooks=hooks, writer=writer, system=system
+        )
     if deps.pricing is not None:
         pricing = deps.pricing
         price_list = await hooks.step("pricing:list", pricing.list_current_prices)
