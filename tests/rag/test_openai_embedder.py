@@ -56,7 +56,9 @@ async def server() -> AsyncIterator[EmbeddingsServer]:
     sock.listen(16)
     sock.setblocking(False)
     fake.port = sock.getsockname()[1]
-    config = uvicorn.Config(fake.app, interface="asgi3", lifespan="off", log_level="warning", access_log=False, timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        fake.app, interface="asgi3", lifespan="off", log_level="warning", access_log=False, timeout_graceful_shutdown=1
+    )
     uv = uvicorn.Server(config)
     task = asyncio.create_task(uv._serve(sockets=[sock]))
     yield fake
