@@ -1,0 +1,273 @@
+"""`SqliteVectorStore`: chunks and vectors in a SQLite file — by default the agent store's own file — with
+sqlite-vec's distance functions for search and FTS5 `bm25()` for keyword search (the `rag` extra).
+
+Python's bundled `sqlite3` is often built without extension loading (it is here), so this store opens its
+own connection through `pysqlite3` (a DB-API twin of `sqlite3` with a current SQLite that can load
+extensions) and loads sqlite-vec into it. WAL mode and a busy timeout let it share the file with the agent
+store's connections. Search is exact (sqlite-vec scans the vectors in C), which is fast enough for about
+10⁵ chunks per model; past that use pgvector. The filter, `min_score` and `model_id` are all in the WHERE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agora_agent.errors import ConfigurationError
+from agora_agent.rag.filters import apply_metadata_patch, assert_removal_filter, effective_patch_keys, filter_denies_all
+from agora_agent.rag.sql_filters import sqlite_filter_sql
+from agora_agent.rag.store import Metric, tokenize
+from agora_agent.rag.types import ChunkRecord, Passage, document_id_of
+
+__all__ = ["SqliteVectorStore"]
+
+T = TypeVar("T")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INSTALL = "the SQLite vector store needs the rag extra: pip install 'agora-agent[rag]'"
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    return struct.pack(f"{len(vector)}f", *vector)
+
+
+class SqliteVectorStore:
+    """A `VectorStore` in a SQLite file (`path`), table `table` (created on first use), metric cosine or l2.
+
+    `SqliteVectorStore.for_url("sqlite:///agent.db")` takes the agent store's URL, so both live in one file.
+    """
+
+    def __init__(self, path: str | Path, *, table: str = "agent_rag_chunks", metric: Metric = "cosine") -> None:
+        if not _IDENT.match(table):
+            raise ConfigurationError(f"Invalid table name {table!r}")
+        if metric not in ("cosine", "l2"):
+            raise ConfigurationError(f"SqliteVectorStore supports the cosine and l2 metrics, not {metric!r}")
+        if str(path) in ("", ":memory:"):
+            raise ConfigurationError(
+                "SqliteVectorStore needs a database file (an in-memory database is per connection)"
+            )
+        self.path = Path(path)
+        self.table = table
+        self.metric: Metric = metric
+        self._conn: Any = None
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def for_url(cls, url: str, **options: Any) -> SqliteVectorStore:
+        """The store in the file of a SQLite URL (`sqlite:///agent.db`, `sqlite+aiosqlite:///…`)."""
+        from sqlalchemy.engine import make_url
+
+        parsed = make_url(url)
+        if parsed.get_backend_name() != "sqlite" or not parsed.database:
+            raise ConfigurationError(f"not a SQLite file URL: {parsed.render_as_string(hide_password=True)}")
+        return cls(parsed.database, **options)
+
+    # -- connection --------------------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        try:
+            import pysqlite3.dbapi2 as sqlite
+            import sqlite_vec
+        except ImportError:
+            raise ConfigurationError(_INSTALL) from None
+        conn = sqlite.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0)
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        t = self.table
+        conn.executescript(
+            f"""
+            BEGIN;
+            CREATE TABLE IF NOT EXISTS {t} (
+                rid INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                document_id TEXT NOT NULL,
+                text TEXT NOT NULL,
+                source TEXT,
+                metadata TEXT NOT NULL DEFAULT '{{}}',
+                model_id TEXT,
+                dims INTEGER NOT NULL,
+                embedding BLOB NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS ix_{t}_document ON {t} (document_id);
+            CREATE INDEX IF NOT EXISTS ix_{t}_model ON {t} (model_id, dims);
+            CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}', content_rowid='rid');
+            CREATE TRIGGER IF NOT EXISTS {t}_ai AFTER INSERT ON {t} BEGIN
+                INSERT INTO {t}_fts (rowid, text) VALUES (new.rid, new.text);
+            END;
+            CREATE TRIGGER IF NOT EXISTS {t}_ad AFTER DELETE ON {t} BEGIN
+                INSERT INTO {t}_fts ({t}_fts, rowid, text) VALUES ('delete', old.rid, old.text);
+            END;
+            CREATE TRIGGER IF NOT EXISTS {t}_au AFTER UPDATE OF text ON {t} BEGIN
+                INSERT INTO {t}_fts ({t}_fts, rowid, text) VALUES ('delete', old.rid, old.text);
+                INSERT INTO {t}_fts (rowid, text) VALUES (new.rid, new.text);
+            END;
+            COMMIT;
+            """
+        )
+        return conn
+
+    async def _run(self, fn: Callable[[Any], T]) -> T:
+        # One connection, one statement sequence at a time, off the event loop.
+        async with self._lock:
+            if self._conn is None:
+                self._conn = await asyncio.to_thread(self._connect)
+            return await asyncio.to_thread(fn, self._conn)
+
+    async def close(self) -> None:
+        """Close the connection (the next call reopens it)."""
+        async with self._lock:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                await asyncio.to_thread(conn.close)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    async def upsert(self, chunks: Sequence[ChunkRecord]) -> int:
+        rows = [
+            (
+                c.id,
+                document_id_of(c.id),
+                c.text,
+                c.source,
+                json.dumps(dict(c.metadata), ensure_ascii=False),
+                c.model_id,
+                len(c.embedding),
+                _pack(c.embedding),
+            )
+            for c in chunks
+        ]
+
+        def write(conn: Any) -> int:
+            with _transaction(conn):
+                conn.executemany(
+                    f"INSERT INTO {self.table} (id, document_id, text, source, metadata, model_id, dims, embedding) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                    "document_id = excluded.document_id, text = excluded.text, source = excluded.source, "
+                    "metadata = excluded.metadata, "
+                    "model_id = excluded.model_id, dims = excluded.dims, embedding = excluded.embedding",
+                    rows,
+                )
+            return len(rows)
+
+        return await self._run(write) if rows else 0
+
+    async def remove(self, document_id: str) -> int:
+        def delete(conn: Any) -> int:
+            with _transaction(conn):
+                return int(conn.execute(f"DELETE FROM {self.table} WHERE document_id = ?", (document_id,)).rowcount)
+
+        return await self._run(delete)
+
+    async def remove_where(self, filter: Mapping[str, Any]) -> int:
+        checked = assert_removal_filter(filter)
+        if filter_denies_all(checked):
+            return 0
+        where, params = sqlite_filter_sql(checked)
+
+        def delete(conn: Any) -> int:
+            with _transaction(conn):
+                return int(conn.execute(f"DELETE FROM {self.table} WHERE {where}", params).rowcount)
+
+        return await self._run(delete)
+
+    async def update_metadata(self, document_id: str, patch: Mapping[str, Any]) -> int:
+        if not effective_patch_keys(patch):
+            return 0
+
+        def update(conn: Any) -> int:
+            with _transaction(conn):
+                rows = conn.execute(
+                    f"SELECT rid, metadata FROM {self.table} WHERE document_id = ?", (document_id,)
+                ).fetchall()
+                conn.executemany(
+                    f"UPDATE {self.table} SET metadata = ? WHERE rid = ?",
+                    [(json.dumps(apply_metadata_patch(json.loads(m), patch), ensure_ascii=False), r) for r, m in rows],
+                )
+                return len(rows)
+
+        return await self._run(update)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        embedding: Sequence[float],
+        *,
+        top_k: int = 5,
+        filter: Mapping[str, Any] | None = None,
+        min_score: float | None = None,
+        model_id: str | None = None,
+    ) -> list[Passage]:
+        where, params = sqlite_filter_sql(filter)
+        if top_k < 1 or where == "0":
+            return []
+        score = (
+            "COALESCE(1.0 - vec_distance_cosine(embedding, ?), 0.0)"
+            if self.metric == "cosine"
+            else "-vec_distance_l2(embedding, ?)"
+        )
+        conds = ["dims = ?", where]
+        args: list[Any] = [_pack(embedding), len(embedding), *params]
+        if model_id is not None:
+            conds.append("model_id = ?")
+            args.append(model_id)
+        outer = "WHERE score >= ?" if min_score is not None else ""
+        if min_score is not None:
+            args.append(min_score)
+        args.append(top_k)
+        sql = (
+            f"SELECT id, text, source, metadata, score FROM (SELECT id, text, source, metadata, {score} AS score "
+            f"FROM {self.table} WHERE {' AND '.join(conds)}) {outer} ORDER BY score DESC, id LIMIT ?"
+        )
+        return await self._run(lambda conn: [_passage(r) for r in conn.execute(sql, args).fetchall()])
+
+    async def keyword_search(
+        self, query: str, *, top_k: int = 5, filter: Mapping[str, Any] | None = None
+    ) -> list[Passage]:
+        terms = sorted(set(tokenize(query)))
+        where, params = sqlite_filter_sql(filter, column="c.metadata")
+        if not terms or top_k < 1 or where == "0":
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)  # tokens are [a-z0-9]+: safe inside FTS5 quotes
+        t = self.table
+        sql = (
+            f"SELECT c.id, c.text, c.source, c.metadata, -bm25({t}_fts) AS score FROM {t}_fts "
+            f"JOIN {t} AS c ON c.rid = {t}_fts.rowid WHERE {t}_fts MATCH ? AND {where} "
+            "ORDER BY score DESC, c.id LIMIT ?"
+        )
+        args = [match, *params, top_k]
+        return await self._run(lambda conn: [_passage(r) for r in conn.execute(sql, args).fetchall()])
+
+    async def list_document_ids(self, filter: Mapping[str, Any] | None = None) -> list[str]:
+        where, params = sqlite_filter_sql(filter)
+        if where == "0":
+            return []
+        sql = f"SELECT DISTINCT document_id FROM {self.table} WHERE {where} ORDER BY document_id"
+        return await self._run(lambda conn: [r[0] for r in conn.execute(sql, params).fetchall()])
+
+    async def count(self) -> int:
+        return await self._run(lambda conn: int(conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]))
+
+
+class _transaction:
+    """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+def _passage(row: Sequence[Any]) -> Passage:
+    return Passage(id=row[0], text=row[1], source=row[2], metadata=json.loads(row[3]), score=float(row[4]))
