@@ -25,7 +25,7 @@ from agora_agent.stores.base import AgentStore, ToolCallRecord
 from agora_agent.streaming.frames import ToolFrame
 
 if TYPE_CHECKING:
-    from agora_agent.loop.types import LoopHooks, RunInput
+    from agora_agent.loop.interface import LoopHooks, RunInput
     from agora_agent.streaming.sink import SinkWriter
 
 __all__ = [
