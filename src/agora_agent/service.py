@@ -287,8 +287,12 @@ class AgentService:
         persona: str | None = None,
         page_context: Mapping[str, Any] | None = None,
         attachments: Sequence[Attachment] = (),
+        new_thread_id: str | None = None,
     ) -> ChatStarted:
         """Validate, check the budget, record the run and start it. Returns at once.
+
+        Without `thread_id` a new thread is created, with the id `new_thread_id` when given (a front
+        end that names its chats maps them onto ours; an existing id -> ConflictError).
 
         Raises InvalidRequestError (empty message, unknown persona), NotFoundError (unknown agent or
         thread) and QuotaExceededError (no budget left: refuse before any stream opens).
@@ -318,6 +322,7 @@ class AgentService:
                 actor_ref=actor.id,
                 tenant_ref=actor.tenant_ref,
                 persona=chosen.id if chosen else (persona or definition.default_persona),
+                thread_id=new_thread_id,
             )
         run_id = uuid.uuid4().hex
         await self.store.record_run_start(

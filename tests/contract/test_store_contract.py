@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agora_agent.errors import NotFoundError
+from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.stores.base import (
     AgentStore,
@@ -95,6 +95,14 @@ async def test_create_thread_with_every_field(store: AgentStore) -> None:
     assert (got.actor_ref, got.tenant_ref, got.persona, got.transient, got.title) == ("bob", "acme", "coach", True, "T")
     other = await store.create_thread(actor_ref="bob")
     assert other.id != thread.id
+
+
+async def test_create_thread_with_a_chosen_id_once(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice", thread_id="ui-chosen")
+    assert thread.id == "ui-chosen" and (await store.get_thread("ui-chosen")) == thread
+    with pytest.raises(ConflictError):
+        await store.create_thread(actor_ref="bob", thread_id="ui-chosen")
+    assert await store.thread_owner("ui-chosen") == "alice"
 
 
 @pytest.mark.ref("STORE-15")

@@ -219,6 +219,7 @@ class AgentStore(Protocol):
         persona: str = "default",
         transient: bool = False,
         title: str = "New chat",
+        thread_id: str | None = None,
     ) -> ThreadRecord: ...
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None: ...

@@ -88,11 +88,14 @@ class MemoryAgentStore:
         persona: str = "default",
         transient: bool = False,
         title: str = "New chat",
+        thread_id: str | None = None,
     ) -> ThreadRecord:
-        """Create a thread owned by `actor_ref` (STORE-14)."""
+        """Create a thread owned by `actor_ref` (STORE-14); a chosen `thread_id` that exists -> ConflictError."""
+        if thread_id is not None and thread_id in self._threads:
+            raise ConflictError(f"thread {thread_id} already exists")
         now = self._now()
         thread = ThreadRecord(
-            id=uuid.uuid4().hex,
+            id=thread_id or uuid.uuid4().hex,
             actor_ref=actor_ref,
             tenant_ref=tenant_ref,
             title=title,

@@ -19,6 +19,7 @@ from fastapi import APIRouter, FastAPI, Request
 from agora_agent.actors import Actor
 from agora_agent.config import AgentConfig
 from agora_agent.service import AgentService
+from agora_agent.web import agui, ai_sdk
 from agora_agent.web.access import authenticate
 from agora_agent.web.deps import RouteContext
 from agora_agent.web.route_class import make_route_class
@@ -74,4 +75,6 @@ def agent_router(config_or_service: AgentConfig | AgentService, *, ping_seconds:
         module.add_routes(router)
     attachments.add_routes(router, config)
     governance.add_routes(router, config)
+    ai_sdk.add_routes(router)
+    agui.add_routes(router)
     return router

@@ -100,10 +100,11 @@ class SqlAgentStore:
         persona: str = "default",
         transient: bool = False,
         title: str = "New chat",
+        thread_id: str | None = None,
     ) -> ThreadRecord:
         now = _now()
         record = ThreadRecord(
-            id=_new_id(),
+            id=thread_id or _new_id(),
             actor_ref=actor_ref,
             tenant_ref=tenant_ref,
             title=title,
@@ -112,6 +113,10 @@ class SqlAgentStore:
             created_at=now,
             updated_at=now,
         )
+
+        if thread_id is not None:  # a chosen id may exist already
+            await self._insert(thread, _thread_values(record), f"thread {thread_id} already exists")
+            return record
 
         async def work(conn: AsyncConnection) -> None:
             await conn.execute(sa.insert(thread).values(_thread_values(record)))

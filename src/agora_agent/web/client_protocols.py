@@ -1,0 +1,318 @@
+"""What the AI SDK and AG-UI routes share: the caller, the client's chat id -> OUR thread, a decision the
+client carries -> OUR approvals check, and the run's stream through the encoder seam.
+
+- Identity: the agent's own resolver when the body names an agent that has one (as `POST /chat`), else
+  the router's; 401 before anything else is looked at.
+- Threads: a client names its chat (`id` in the AI SDK body, `threadId` in AG-UI). When that is one of
+  our thread ids it is that thread (ownership: 404/403). Otherwise it maps to `ui-<sha256(actor, id)>`,
+  created on first use, so a client id never reaches another user's thread. The history the model sees
+  is always OUR store's; the client's copy of the messages is read only for the new user text and for
+  the decisions it carries.
+- Decisions: an approval answer in a client's message history is a REQUEST. It must name a pending
+  approval of a run in this thread that the caller owns (or may govern), with the same arguments as
+  the parked call; then `AgentService.approve/reject` applies its own rules (requester or privileged,
+  `approver_roles`, not decided yet). Any refusal is a 4xx JSON answer and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from starlette.responses import Response
+
+from agora_agent.actors import Actor
+from agora_agent.errors import ConflictError, InvalidRequestError, NotFoundError
+from agora_agent.service import AgentService
+from agora_agent.stores.base import RunRecord
+from agora_agent.streaming.encoding import Parked, RunSummary, StreamEncoder, approval_id, encode_run, parse_approval_id
+from agora_agent.streaming.frames import StreamEvent, ToolFrame
+from agora_agent.tools.registry import args_hash
+from agora_agent.web.access import authenticate, require_owner
+from agora_agent.web.route_class import set_actor
+from agora_agent.web.sse import event_source_response
+
+__all__ = [
+    "NO_ARGUMENTS",
+    "ClientDecision",
+    "ThreadTarget",
+    "VerifiedDecision",
+    "active_run",
+    "apply_decisions",
+    "caller_for",
+    "map_thread",
+    "stream_response",
+    "verify_decisions",
+]
+
+logger = logging.getLogger("agora_agent.web")
+
+NO_ARGUMENTS: Any = object()
+"""`ClientDecision.arguments` when the client sent no copy of the call's arguments."""
+
+_PARK_LOOKUP_SECONDS = 5.0
+
+
+async def caller_for(service: AgentService, request: Request, agent_name: str | None) -> Actor:
+    """401 unless the agent's own resolver (or the router's) names the caller; recorded on the request."""
+    try:
+        definition = service.agent(agent_name)
+    except NotFoundError:
+        definition = None
+    resolver = (definition.actor_resolver if definition else None) or service.config.actor_resolver
+    actor = await authenticate(resolver, request)
+    set_actor(request, actor)
+    return actor
+
+
+# -- threads ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadTarget:
+    """Where a client's chat lives: an existing thread, or the id a new one gets."""
+
+    thread_id: str | None
+    new_thread_id: str
+
+    @property
+    def id(self) -> str:
+        return self.thread_id or self.new_thread_id
+
+
+def derived_thread_id(actor_id: str, client_id: str) -> str:
+    """`ui-` + 32 hex of sha256(actor, client id): stable for one user, disjoint between users."""
+    digest = hashlib.sha256(f"{actor_id}\x00{client_id}".encode()).hexdigest()
+    return f"ui-{digest[:32]}"
+
+
+async def map_thread(service: AgentService, actor: Actor, client_id: str, request: Request) -> ThreadTarget:
+    """The caller's thread for a client chat id (see the module docstring); 404/403 per OWN-01."""
+
+    async def privileged() -> bool:
+        return await service.is_privileged(actor, request)
+
+    owner = await service.thread_owner(client_id)
+    if owner is not None:
+        await require_owner("thread", owner, actor, privileged)
+        return ThreadTarget(thread_id=client_id, new_thread_id=client_id)
+    derived = derived_thread_id(actor.id, client_id)
+    owner = await service.thread_owner(derived)
+    if owner is not None:
+        await require_owner("thread", owner, actor, privileged)
+        return ThreadTarget(thread_id=derived, new_thread_id=derived)
+    return ThreadTarget(thread_id=None, new_thread_id=derived)
+
+
+async def active_run(service: AgentService, target: ThreadTarget) -> RunRecord | None:
+    """The thread's run in flight (its active stream, still running), or None."""
+    if target.thread_id is None:
+        return None
+    thread = await service.store.get_thread(target.thread_id)
+    run_id = thread.active_stream_id if thread is not None else None
+    run = await service.get_run(run_id) if run_id else None
+    return run if run is not None and run.status == "running" else None
+
+
+# -- decisions -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ClientDecision:
+    """An approval answer as a client sent it (untrusted)."""
+
+    approval_id: str
+    tool_call_id: str | None
+    approved: bool
+    reason: str | None = None
+    arguments: Any = NO_ARGUMENTS
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedDecision:
+    """A decision that passed our checks; `park` is the parked call's frame in the run's stream."""
+
+    run_id: str
+    tool_call_id: str
+    approved: bool
+    reason: str | None
+    privileged: bool
+    park: StreamEvent | None
+
+
+def _canonical(value: Any) -> Any:
+    """JSON as a JavaScript client re-serializes it: an integral float is an integer (1.0 -> 1)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def _same_arguments(client: Any, parked: Any) -> bool:
+    dumps = json.dumps
+    return dumps(_canonical(client), sort_keys=True) == dumps(_canonical(parked), sort_keys=True)
+
+
+async def find_park(service: AgentService, run_id: str, tool_call_id: str) -> StreamEvent | None:
+    """The run's `pending_approval` frame for the call (a replay of its stream), or None when this
+    process no longer holds the stream. Bounded: the frame follows the approval row within moments."""
+
+    async def scan() -> StreamEvent | None:
+        events = await service.subscribe(run_id)
+        try:
+            async for event in events:
+                frame = event.frame
+                if (
+                    isinstance(frame, ToolFrame)
+                    and frame.tool_call_id == tool_call_id
+                    and frame.status == "pending_approval"
+                    and frame.agent is None
+                ):
+                    return event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return None
+
+    try:
+        return await asyncio.wait_for(scan(), _PARK_LOOKUP_SECONDS)
+    except TimeoutError:
+        return None
+
+
+async def verify_decisions(
+    service: AgentService, actor: Actor, request: Request, thread_id: str | None, decisions: Sequence[ClientDecision]
+) -> list[VerifiedDecision]:
+    """Check every decision before any is applied (see the module docstring). Raises the first refusal:
+    NotFoundError (unknown, or not this thread's), ForbiddenError (not the caller's run), ConflictError
+    (already decided, or the arguments differ), InvalidRequestError (malformed)."""
+    if not decisions:
+        raise InvalidRequestError("no approval response to apply")
+    verified: list[VerifiedDecision] = []
+    for decision in decisions:
+        ids = parse_approval_id(decision.approval_id)
+        if ids is None:
+            raise NotFoundError(f"approval {decision.approval_id!r} not found")
+        run_id, tool_call_id = ids
+        if decision.tool_call_id is not None and decision.tool_call_id != tool_call_id:
+            raise InvalidRequestError(
+                f"approval {decision.approval_id!r} does not belong to tool call {decision.tool_call_id!r}"
+            )
+        run = await service.get_run(run_id)
+        if run is None or thread_id is None or run.thread_id != thread_id:
+            raise NotFoundError(f"approval {decision.approval_id!r} not found in this chat")
+
+        async def privileged_check() -> bool:
+            return await service.is_privileged(actor, request)
+
+        privileged = await require_owner("run", run.actor_ref, actor, privileged_check)
+        approval = await service.store.get_approval(run_id, tool_call_id)
+        if approval is None:
+            raise NotFoundError(f"approval {decision.approval_id!r} not found")
+        if approval.status != "pending":
+            raise ConflictError(
+                f"tool call already {approval.status}",
+                detail={"status": approval.status, "decidedBy": approval.decided_by, "reason": approval.reason},
+            )
+        park = await find_park(service, run_id, tool_call_id)
+        if decision.arguments is not NO_ARGUMENTS:
+            if park is not None:
+                assert isinstance(park.frame, ToolFrame)
+                same = _same_arguments(decision.arguments, park.frame.input) and (
+                    args_hash(park.frame.input) == approval.args_hash
+                )
+            else:
+                same = isinstance(decision.arguments, dict) and args_hash(decision.arguments) == approval.args_hash
+            if not same:
+                raise ConflictError(
+                    f"the arguments in this approval differ from the call awaiting approval ({approval.tool_name})"
+                )
+        verified.append(
+            VerifiedDecision(
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                approved=decision.approved,
+                reason=decision.reason,
+                privileged=privileged,
+                park=park,
+            )
+        )
+    if len({v.run_id for v in verified}) > 1:
+        raise InvalidRequestError("approval responses for more than one run in one request")
+    return verified
+
+
+async def apply_decisions(service: AgentService, actor: Actor, verified: Sequence[VerifiedDecision]) -> None:
+    """Hand each verified decision to the service, which applies its own rules (403/409 may still come)."""
+    for v in verified:
+        if v.approved:
+            await service.approve(actor, v.run_id, v.tool_call_id, privileged=v.privileged)
+        else:
+            await service.reject(actor, v.run_id, v.tool_call_id, reason=v.reason, privileged=v.privileged)
+
+
+# -- streaming -------------------------------------------------------------------------------------
+
+
+async def run_summary(service: AgentService, run_id: str) -> RunSummary | None:
+    """Status, tokens and cost of the run from the store."""
+    run = await service.get_run(run_id)
+    if run is None:
+        return None
+    return RunSummary(
+        run_id=run.id,
+        thread_id=run.thread_id,
+        status=run.status,
+        input_tokens=run.input_tokens,
+        output_tokens=run.output_tokens,
+        cost_usd=run.cost_usd,
+        error=run.error,
+    )
+
+
+def stream_response(
+    service: AgentService,
+    encoder: StreamEncoder,
+    run_id: str,
+    thread_id: str,
+    events: AsyncIterator[StreamEvent],
+    *,
+    ping_seconds: float,
+) -> Response:
+    """The SSE response of one encoder over the run's events, with the run/thread headers."""
+
+    async def still_parked(event: StreamEvent) -> Parked | None:
+        frame = event.frame
+        assert isinstance(frame, ToolFrame)
+        approval = await service.store.get_approval(run_id, frame.tool_call_id)
+        if approval is None or approval.status != "pending":
+            return None  # decided meanwhile (or on a replay): keep streaming
+        return Parked(
+            frame=frame,
+            event_id=event.id,
+            approval_id=approval_id(run_id, frame.tool_call_id),
+            approver_roles=approval.approver_roles,
+            deadline=approval.deadline,
+        )
+
+    def on_error(exc: BaseException) -> None:
+        logger.error("agora-agent: streaming run %s failed", run_id, exc_info=exc)
+
+    body = encode_run(
+        encoder, events, still_parked=still_parked, summary=lambda: run_summary(service, run_id), on_error=on_error
+    )
+    headers = {**encoder.headers, "X-Agent-Run-Id": run_id, "X-Agent-Thread-Id": thread_id}
+    response: Response = event_source_response(body, headers=headers, ping_seconds=ping_seconds)
+    return response
