@@ -1,28 +1,47 @@
-"""Governed-loop overhead per model step: agora-agent vs a bare loop vs Pydantic AI, same script, one run.
+"""Governed-loop cost per model step on the stores people deploy, as ratios to Pydantic AI measured in one run.
 
-Each run is K tool-calling model steps (tool `add(a, b)`) plus one final text step, with a scripted
-model and no network. It runs twice: with a sync tool (each framework hops to a worker thread
-per call, ~100-170 µs here, the same for both) and with an async tool (the frameworks' own overhead).
-Ours runs through AgentService on the in-memory store: offer/authorize filter chain, audit rows,
-stream frames, usage ledger, budget reservation — everything a real turn does.
+Each run is K tool-calling model steps (tool `add(a, b)`) plus one final text step, with a scripted model
+and no network, budgets on. Ours runs through AgentService (offer/authorize filter chain, audit rows,
+stream frames, usage ledger, budget reservation — everything a real turn does) on the in-memory store,
+SQLite (a file, WAL) and PostgreSQL (a fresh database, dropped afterwards; skipped when unreachable).
 
-    .venv/bin/python bench/loop.py [--runs 200] [--steps 5]
+The cases are measured in interleaved rounds (every case once per round, in a rotating order), so
+a neighbour's load hits all of them alike; each row of the table is the ratio of two cases in the same
+round, and the printed figure is the median over rounds with the min–max spread.
+
+Thread growth: a chat on a thread that already holds 500 prior turns (each: user message, an assistant
+tool call with its executed result, the final answer) ÷ a chat on a thread with 1 prior turn.
+
+Statement counts: SQLAlchemy events count the statements, transactions and write transactions of one
+run, and on SQLite the round trips to aiosqlite's worker thread.
+
+    .venv/bin/python bench/loop.py [--rounds 15] [--runs 10] [--steps 6] [--pg-admin-url URL] [--only memory,sqlite]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
+import tempfile
 import time
+import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel
 
 from agora_agent import Actor, AgentConfig, AgentService, Budget, tool
-from agora_agent.messages import ModelRequest
+from agora_agent.messages import ModelRequest, ToolCall
+from agora_agent.stores.base import AgentStore, ToolCallRecord
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+
+ACTOR = Actor("bench", roles=("user",))
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 @tool
@@ -38,7 +57,14 @@ async def add_async(a: int, b: int) -> int:
 
 
 def make_script(steps: int) -> Callable[[ModelRequest, int], ScriptedTurn]:
-    def script(request: ModelRequest, i: int) -> ScriptedTurn:
+    """K tool steps then "done", counted from the last user message (so long threads play the same run)."""
+
+    def script(request: ModelRequest, _turn_index: int) -> ScriptedTurn:
+        i = 0
+        for m in reversed(request.messages):
+            if m.role == "user":
+                break
+            i += m.role == "assistant"
         if i < steps:
             return ScriptedTurn(text="", tool_calls=[ToolCallRequest(name="add", input={"a": i, "b": 1})])
         return ScriptedTurn(text="done")
@@ -46,21 +72,7 @@ def make_script(steps: int) -> Callable[[ModelRequest, int], ScriptedTurn]:
     return script
 
 
-async def ours(runs: int, steps: int, sync_tool: bool = True) -> list[float]:
-    config = AgentConfig(
-        model=FakeModel(make_script(steps)),
-        tools=[add if sync_tool else add_async],
-        budget=Budget(tokens_per_actor=10**12),
-    )
-    actor = Actor("bench", roles=("user",))
-    times: list[float] = []
-    async with AgentService.from_config(config) as service:
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            started = await service.chat(actor, "add things")
-            await service.wait_for_run(started.run_id)
-            times.append((time.perf_counter() - t0) / (steps + 1))
-    return times
+# -- one run of each framework -------------------------------------------------------------------
 
 
 class AddArgs(BaseModel):
@@ -68,89 +80,309 @@ class AddArgs(BaseModel):
     b: int
 
 
-async def bare(runs: int, steps: int, sync_tool: bool = True) -> list[float]:
-    """A hand-written loop: a scripted model, pydantic-validated args, a list of dict messages."""
+class Ours:
+    """An AgentService on one store; `run(thread_id)` is one chat to completion."""
 
-    async def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
-        i = sum(1 for m in messages if m["role"] == "assistant")
-        if i < steps:
-            return {"role": "assistant", "tool": {"name": "add", "args": {"a": i, "b": 1}}}
-        return {"role": "assistant", "text": "done"}
+    def __init__(self, store: str | None, steps: int, sync_tool: bool) -> None:
+        self.config = AgentConfig(
+            model=FakeModel(make_script(steps)),
+            tools=[add if sync_tool else add_async],
+            budget=Budget(tokens_per_actor=10**12),
+            store=store,
+        )
+        self.service = AgentService.from_config(self.config)
 
-    times: list[float] = []
+    async def start(self) -> None:
+        await self.service.start()
+
+    async def close(self) -> None:
+        await self.service.close()
+
+    async def run(self, thread_id: str | None = None) -> None:
+        started = await self.service.chat(ACTOR, "add things", thread_id=thread_id)
+        run = await self.service.wait_for_run(started.run_id)
+        assert run.status == "completed", run
+
+
+class PydanticAI:
+    def __init__(self, steps: int, sync_tool: bool) -> None:
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+        def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            i = sum(1 for m in messages if isinstance(m, ModelResponse))
+            if i < steps:
+                return ModelResponse(parts=[ToolCallPart(tool_name="add", args={"a": i, "b": 1})])
+            return ModelResponse(parts=[TextPart(content="done")])
+
+        self.agent: Agent[None, str] = Agent(FunctionModel(fn))
+        if sync_tool:
+
+            @self.agent.tool_plain
+            def add(a: int, b: int) -> int:
+                """Add two integers."""
+                return a + b
+
+        else:
+
+            @self.agent.tool_plain(name="add")
+            async def add_async(a: int, b: int) -> int:
+                """Add two integers."""
+                return a + b
+
+    async def run(self) -> None:
+        await self.agent.run("add things")
+
+
+# -- seeding long threads ------------------------------------------------------------------------
+
+
+async def seed_thread(store: AgentStore, turns: int) -> str:
+    """A thread with `turns` prior turns written through the store API, as the loop would have left them."""
+    thread = await store.create_thread(actor_ref=ACTOR.id)
+    for t in range(turns):
+        run_id = uuid.uuid4().hex
+        await store.append_message(thread_id=thread.id, role="user", content="add things", run_id=run_id)
+        call = ToolCall(id=f"call-{t}", name="add", input={"a": t, "b": 1})
+        asked = await store.append_message(
+            thread_id=thread.id, role="assistant", content="", run_id=run_id, tool_calls=[call]
+        )
+        now = datetime.now(UTC)
+        await store.record_tool_call(
+            ToolCallRecord(
+                id=call.id,
+                run_id=run_id,
+                thread_id=thread.id,
+                message_id=asked.id,
+                tool_name="add",
+                tool_type="read",
+                input=call.input,
+                output=t + 1,
+                status="executed",
+                actor_ref=ACTOR.id,
+                created_at=now,
+                executed_at=now,
+            )
+        )
+        await store.append_message(thread_id=thread.id, role="assistant", content="done", run_id=run_id)
+    return thread.id
+
+
+# -- statement counting --------------------------------------------------------------------------
+
+
+@dataclass
+class SqlCounts:
+    statements: int = 0
+    transactions: int = 0
+    write_transactions: int = 0
+    driver_calls: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+
+
+async def count_one_run(ours: Ours) -> SqlCounts:
+    """One run with SQLAlchemy event listeners (and an aiosqlite hop counter) attached, then detached."""
+    import sqlalchemy as sa
+
+    from agora_agent.stores.sql.engine import WRITE
+
+    counts = SqlCounts()
+    engine = ours.service._backend.engine.sync_engine
+
+    def on_statement(conn: Any, cursor: Any, statement: str, params: Any, context: Any, executemany: bool) -> None:
+        if statement.startswith("BEGIN"):
+            return
+        counts.statements += 1
+        counts.kinds[statement.split(None, 1)[0].upper()] += 1
+
+    def on_begin(conn: sa.Connection) -> None:
+        counts.transactions += 1
+        if conn.get_execution_options().get(WRITE, False):
+            counts.write_transactions += 1
+
+    import aiosqlite.core
+
+    original = aiosqlite.core.Connection._execute
+
+    async def counted(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        counts.driver_calls += 1
+        return await original(self, fn, *args, **kwargs)
+
+    sa.event.listen(engine, "before_cursor_execute", on_statement)
+    sa.event.listen(engine, "begin", on_begin)
+    aiosqlite.core.Connection._execute = counted  # type: ignore[method-assign]
+    try:
+        await ours.run()
+    finally:
+        aiosqlite.core.Connection._execute = original  # type: ignore[method-assign]
+        sa.event.remove(engine, "before_cursor_execute", on_statement)
+        sa.event.remove(engine, "begin", on_begin)
+    return counts
+
+
+# -- the measurement -----------------------------------------------------------------------------
+
+
+Case = Callable[[], Awaitable[None]]
+
+
+async def timed(case: Case, runs: int, steps: int) -> float:
+    """Median seconds per model step over `runs` runs."""
+    samples = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        messages: list[dict[str, Any]] = [{"role": "user", "text": "add things"}]
-        for _step in range(steps + 1):
-            reply = await model(messages)
-            messages.append(reply)
-            if "tool" not in reply:
-                break
-            args = AddArgs.model_validate(reply["tool"]["args"])
-            messages.append({"role": "tool", "result": args.a + args.b})
-        times.append((time.perf_counter() - t0) / (steps + 1))
-    return times
+        await case()
+        samples.append((time.perf_counter() - t0) / (steps + 1))
+    return statistics.median(samples)
 
 
-async def pydantic_ai(runs: int, steps: int, sync_tool: bool = True) -> list[float]:
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
+async def pg_database(admin_url: str) -> tuple[str, Callable[[], Awaitable[None]]] | None:
+    try:
+        import asyncpg
 
-    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        i = sum(1 for m in messages if isinstance(m, ModelResponse))
-        if i < steps:
-            return ModelResponse(parts=[ToolCallPart(tool_name="add", args={"a": i, "b": 1})])
-        return ModelResponse(parts=[TextPart(content="done")])
+        admin = await asyncio.wait_for(asyncpg.connect(admin_url), 3)
+    except (OSError, TimeoutError, ImportError, Exception) as exc:  # any failure means "skip PostgreSQL"
+        print(f"PostgreSQL skipped: {type(exc).__name__}: {exc}")
+        return None
+    name = f"agora_bench_{uuid.uuid4().hex[:10]}"
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    from sqlalchemy.engine import make_url
 
-    agent: Agent[None, str] = Agent(FunctionModel(fn))
+    url = make_url(admin_url).set(drivername="postgresql+asyncpg", database=name)
+    from agora_agent.stores.sql import create_engine_from_url
+    from agora_agent.stores.sql.migrate import upgrade
 
-    if sync_tool:
+    engine = create_engine_from_url(url)
+    await upgrade(engine)
+    await engine.dispose()
 
-        @agent.tool_plain
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
+    async def drop() -> None:
+        conn = await asyncpg.connect(admin_url)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
 
-    else:
-
-        @agent.tool_plain(name="add")
-        async def add_async(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
-
-    times: list[float] = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        await agent.run("add things")
-        times.append((time.perf_counter() - t0) / (steps + 1))
-    return times
-
-
-async def measure(fn: Callable[[int, int, bool], Awaitable[list[float]]], runs: int, steps: int, sync: bool) -> float:
-    await fn(max(runs // 10, 5), steps, sync)  # warm-up
-    per_step = await fn(runs, steps, sync)
-    return statistics.median(per_step) * 1e6
+    return url.render_as_string(hide_password=False), drop
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--steps", type=int, default=5, help="tool-calling steps per run (plus one final step)")
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=10, help="runs per case per round")
+    parser.add_argument("--steps", type=int, default=6, help="tool-calling steps per run (plus one final step)")
+    parser.add_argument("--turns", type=int, default=500, help="prior turns of the long thread")
+    parser.add_argument("--pg-admin-url", default=os.environ.get("AGORA_BENCH_PG", PG_ADMIN))
+    parser.add_argument("--only", default="memory,sqlite,postgres", help="stores to measure")
     args = parser.parse_args()
-    print(f"median µs per model step ({args.runs} runs × {args.steps + 1} steps)")
-    for sync in (True, False):
-        results = {
-            "bare loop": await measure(bare, args.runs, args.steps, sync),
-            "agora-agent (governed, memory store)": await measure(ours, args.runs, args.steps, sync),
-            "pydantic-ai Agent + FunctionModel": await measure(pydantic_ai, args.runs, args.steps, sync),
-        }
-        ours_us = results["agora-agent (governed, memory store)"]
-        print(f"{'sync' if sync else 'async'} tool:")
-        for name, us in results.items():
-            print(f"  {name:<40} {us:10.1f} µs")
-        ratio = ours_us / results["pydantic-ai Agent + FunctionModel"]
-        print(f"  ratio ours / pydantic-ai : {ratio:.3f}  (target ≤ 0.1)")
+    stores = set(args.only.split(","))
+    steps = args.steps
+
+    tmp = tempfile.TemporaryDirectory(prefix="agora-bench-")
+    cleanups: list[Callable[[], Awaitable[None]]] = []
+    services: dict[str, Ours] = {}
+    cases: dict[str, Case] = {}
+
+    pai_sync, pai_async = PydanticAI(steps, True), PydanticAI(steps, False)
+    cases["pai sync"] = pai_sync.run
+    cases["pai async"] = pai_async.run
+
+    urls: dict[str, str | None] = {}
+    if "memory" in stores:
+        urls["memory"] = None
+    if "sqlite" in stores:
+        urls["sqlite"] = f"sqlite:///{tmp.name}/bench.db"
+    if "postgres" in stores:
+        made = await pg_database(args.pg_admin_url)
+        if made is not None:
+            urls["postgres"], drop = made
+            cleanups.append(drop)
+
+    try:
+        await measure_all(args, urls, cases, services, cleanups)
+    finally:
+        for cleanup in cleanups:
+            await cleanup()
+        tmp.cleanup()
+
+
+async def measure_all(
+    args: argparse.Namespace,
+    urls: dict[str, str | None],
+    cases: dict[str, Case],
+    services: dict[str, Ours],
+    cleanups: list[Callable[[], Awaitable[None]]],
+) -> None:
+    steps = args.steps
+    counts: dict[str, SqlCounts] = {}
+    for name, url in urls.items():
+        for sync in (True, False):
+            key = f"{name} {'sync' if sync else 'async'}"
+            ours = Ours(url, steps, sync)
+            await ours.start()
+            services[key] = ours
+            cleanups.insert(0, ours.close)
+            cases[key] = ours.run
+        # thread growth on the sync-tool service of this store
+        ours = services[f"{name} sync"]
+        store = ours.service.store
+        long_thread = await seed_thread(store, args.turns)
+        short_threads = [await seed_thread(store, 1) for _ in range(args.rounds * args.runs + args.runs)]
+
+        def short_case(ours: Ours = ours, pool: list[str] = short_threads) -> Awaitable[None]:
+            return ours.run(pool.pop())
+
+        cases[f"{name} @1 turn"] = short_case
+        cases[f"{name} @{args.turns} turns"] = lambda ours=ours, tid=long_thread: ours.run(tid)
+        if url is not None:
+            await ours.run()  # warm-up, then one counted run
+            counts[name] = await count_one_run(ours)
+
+    # warm-up every case, then interleaved rounds
+    for case in cases.values():
+        await timed(case, 2, steps)
+    names = list(cases)
+    per_round: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(args.rounds):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        for n in order:
+            per_round[n].append(await timed(cases[n], args.runs, steps))
+
+    def ratio_row(label: str, num: str, den: str, target: str) -> None:
+        if num not in per_round or den not in per_round:
+            return
+        ratios = [a / b for a, b in zip(per_round[num], per_round[den], strict=True)]
+        med_num = statistics.median(per_round[num]) * 1e3
+        print(
+            f"  {label:<52} {statistics.median(ratios):7.3f}×  [{min(ratios):.3f}–{max(ratios):.3f}]"
+            f"  ({med_num:7.3f} ms/step)  target {target}"
+        )
+
+    print(
+        f"per model step, median over {args.rounds} interleaved rounds × {args.runs} runs × {steps + 1} steps "
+        f"[min–max over rounds]; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}"
+    )
+    for n in names:
+        if n.startswith("pai"):
+            ms = statistics.median(per_round[n]) * 1e3
+            print(f"  Pydantic AI Agent+FunctionModel, {n[4:]} tool: {ms:.3f} ms/step")
+    for sync in ("sync", "async"):
+        ratio_row(f"memory store ÷ Pydantic AI ({sync} tool)", f"memory {sync}", f"pai {sync}", "≤ 0.03")
+    for sync in ("sync", "async"):
+        ratio_row(f"SQLite store ÷ Pydantic AI ({sync} tool)", f"sqlite {sync}", f"pai {sync}", "≤ 1.0 (0.5)")
+    for sync in ("sync", "async"):
+        ratio_row(f"PostgreSQL store ÷ Pydantic AI ({sync} tool)", f"postgres {sync}", f"pai {sync}", "≤ 1.0")
+    for name in urls:
+        label = f"{name}: chat at {args.turns} prior turns ÷ at 1"
+        ratio_row(label, f"{name} @{args.turns} turns", f"{name} @1 turn", "≤ 1.2")
+    for name, c in counts.items():
+        print(
+            f"  {name} one {steps + 1}-step run: {c.statements} statements ({dict(c.kinds)}), "
+            f"{c.transactions} transactions ({c.write_transactions} write)"
+            + (f", {c.driver_calls} aiosqlite thread round trips" if name == "sqlite" else "")
+        )
 
 
 if __name__ == "__main__":
