@@ -5,10 +5,17 @@ no network. The raw endpoint yields the same `data: {"delta": …}` frames from 
 through identity, validation, the run row, the governed loop, the token sink and sse-starlette. Both
 servers run on uvicorn on 127.0.0.1 in their own process; the load generator (httpx2) runs here.
 
-    .venv/bin/python bench/sse.py [--chats 200] [--deltas 100] [--rounds 3]
+    .venv/bin/python bench/sse.py [--chats 200] [--deltas 100] [--rounds 3] [--store memory|sqlite]
 
 Prints throughput (deltas/s and chats/s over the wall time of a round), p50/p99 time to first delta
 and the ratios; targets: ours ≥ 0.5× raw throughput, p99 TTFT ≤ 2× raw.
+
+    .venv/bin/python bench/sse.py --table [--chats 500] [--sequential 50] [--rounds 3]
+
+The two rows of issue #18, from three servers running side by side (a raw FastAPI SSE endpoint, ours on the
+memory store, ours on a SQLite file), in interleaved rounds: (1) `POST /agent/chat` time to first byte on
+SQLite ÷ the raw FastAPI endpoint, `--sequential` chats one after another (p50 per round); (2) `--chats`
+concurrent chats on SQLite, time to first text p50 ÷ the same on the memory store. Median [min–max] over rounds.
 """
 
 from __future__ import annotations
@@ -19,12 +26,15 @@ import json
 import multiprocessing
 import os
 import socket
+import statistics
+import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+from fastapi import Request  # module level: the raw endpoint's annotation must resolve
 
 PATHS = {"raw": "/raw/chat", "agora": "/agent/chat"}
 
@@ -34,13 +44,14 @@ def words(deltas: int) -> list[str]:
 
 
 def raw_app(deltas: int) -> Any:
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import StreamingResponse
-    from starlette.routing import Route
+    from fastapi import FastAPI
+    from fastapi.responses import StreamingResponse
 
+    app = FastAPI()
+
+    @app.post("/raw/chat")
     async def chat(request: Request) -> StreamingResponse:
-        await request.body()
+        await request.json()
 
         async def events() -> AsyncIterator[bytes]:
             yield b'event: meta\ndata: {"runId":"r","threadId":"t"}\n\n'
@@ -50,10 +61,10 @@ def raw_app(deltas: int) -> Any:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    return Starlette(routes=[Route("/raw/chat", chat, methods=["POST"])])
+    return app
 
 
-def agora_app(deltas: int) -> Any:
+def agora_app(deltas: int, store: str | None = None) -> Any:
     from agora_agent import AgentConfig
     from agora_agent.actors import HeaderActorResolver
     from agora_agent.testing import FakeModel, ScriptedTurn
@@ -61,16 +72,16 @@ def agora_app(deltas: int) -> Any:
 
     text = "".join(words(deltas))  # FakeModel streams one delta per word
     model = FakeModel(lambda request, i: ScriptedTurn(text=text))
-    return create_app(AgentConfig(model=model, actor_resolver=HeaderActorResolver()))
+    return create_app(AgentConfig(model=model, actor_resolver=HeaderActorResolver(), store=store))
 
 
-def _serve(kind: str, deltas: int, sock: socket.socket) -> None:
+def _serve(kind: str, deltas: int, sock: socket.socket, store: str | None = None) -> None:
     import logging
 
     import uvicorn
 
     logging.getLogger("agora_agent").setLevel(logging.ERROR)
-    app = raw_app(deltas) if kind == "raw" else agora_app(deltas)
+    app = raw_app(deltas) if kind == "raw" else agora_app(deltas, store)
     config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on", backlog=2048)
     uvicorn.Server(config).run(sockets=[sock])
 
@@ -116,21 +127,31 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-async def bench(kind: str, chats: int, deltas: int, rounds: int) -> list[Round]:
+def start_server(kind: str, deltas: int, store: str | None = None) -> tuple[str, Callable[[], None]]:
+    """A server process on a free port; returns its base URL and a stop function."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)  # requests queue here until the server accepts: no readiness polling
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    proc = multiprocessing.get_context("fork").Process(target=_serve, args=(kind, deltas, sock), daemon=True)
+    proc = multiprocessing.get_context("fork").Process(target=_serve, args=(kind, deltas, sock, store), daemon=True)
     proc.start()
+
+    def stop() -> None:
+        proc.terminate()
+        proc.join(10)
+        sock.close()
+
+    return base, stop
+
+
+async def bench(kind: str, chats: int, deltas: int, rounds: int, store: str | None = None) -> list[Round]:
+    base, stop = start_server(kind, deltas, store)
     try:
         await run_round(base, PATHS[kind], min(chats, 20))  # warm-up (imports, first connections)
         return [await run_round(base, PATHS[kind], chats) for _ in range(rounds)]
     finally:
-        proc.terminate()
-        proc.join(10)
-        sock.close()
+        stop()
 
 
 def summarise(kind: str, rounds: list[Round], chats: int, deltas: int) -> dict[str, float]:
@@ -152,18 +173,92 @@ def summarise(kind: str, rounds: list[Round], chats: int, deltas: int) -> dict[s
     return row
 
 
+async def first_byte(client: httpx2.AsyncClient, path: str, i: int) -> float:
+    """Seconds from sending the request to the first byte of the response body (the stream drained)."""
+    start = time.perf_counter()
+    first: float | None = None
+    headers = {"x-actor-id": f"user{i % 50}"}
+    async with client.stream("POST", path, json={"message": f"hello {i}"}, headers=headers) as response:
+        async for _chunk in response.aiter_raw():
+            if first is None:
+                first = time.perf_counter() - start
+    assert first is not None and response.status_code == 200, response.status_code
+    return first
+
+
+def spread(ratios: list[float]) -> str:
+    return f"{statistics.median(ratios):.2f}×  [{min(ratios):.2f}–{max(ratios):.2f}]"
+
+
+async def table(args: argparse.Namespace) -> None:
+    """The two SSE rows of issue #18, interleaved rounds against three servers running side by side."""
+    tmp = tempfile.TemporaryDirectory(prefix="agora-sse-")
+    raw_base, stop_raw = start_server("raw", args.deltas)
+    mem_base, stop_mem = start_server("agora", args.deltas)
+    lite_base, stop_lite = start_server("agora", args.deltas, f"sqlite:///{tmp.name}/sse.db")
+    ttfb: list[float] = []
+    concurrent: list[float] = []
+    medians: dict[str, list[float]] = {"raw": [], "sqlite": [], "memory500": [], "sqlite500": []}
+    try:
+        for base, path in ((raw_base, PATHS["raw"]), (mem_base, PATHS["agora"]), (lite_base, PATHS["agora"])):
+            await run_round(base, path, 20)  # warm-up
+        for _ in range(args.rounds):
+            seq: dict[str, list[float]] = {"raw": [], "sqlite": []}
+            async with httpx2.AsyncClient(timeout=120) as client:
+                for i in range(args.sequential):  # alternate the two servers request by request
+                    seq["raw"].append(await first_byte(client, raw_base + PATHS["raw"], i))
+                    seq["sqlite"].append(await first_byte(client, lite_base + PATHS["agora"], i))
+            raw_p50, lite_p50 = pct(seq["raw"], 0.5), pct(seq["sqlite"], 0.5)
+            medians["raw"].append(raw_p50)
+            medians["sqlite"].append(lite_p50)
+            ttfb.append(lite_p50 / raw_p50)
+            mem = await run_round(mem_base, PATHS["agora"], args.chats)
+            lite = await run_round(lite_base, PATHS["agora"], args.chats)
+            if mem.errors or lite.errors:
+                print(f"  errors: memory {mem.errors}, sqlite {lite.errors}")
+            medians["memory500"].append(pct(mem.ttft, 0.5))
+            medians["sqlite500"].append(pct(lite.ttft, 0.5))
+            concurrent.append(pct(lite.ttft, 0.5) / pct(mem.ttft, 0.5))
+    finally:
+        stop_raw()
+        stop_mem()
+        stop_lite()
+        tmp.cleanup()
+    ms = {k: statistics.median(v) * 1000 for k, v in medians.items()}
+    print(f"{args.rounds} interleaved rounds, {os.cpu_count()} CPUs, load average {os.getloadavg()[:2]}")
+    print(
+        f"  POST /agent/chat TTFB on SQLite ÷ raw FastAPI SSE ({args.sequential} sequential chats, p50): "
+        f"{spread(ttfb)}  (p50 {ms['sqlite']:.1f} ms vs {ms['raw']:.1f} ms)  target ≤ 2×"
+    )
+    print(
+        f"  {args.chats} concurrent chats on SQLite, time to first text p50 ÷ memory store: "
+        f"{spread(concurrent)}  ({ms['sqlite500']:.0f} ms vs {ms['memory500']:.0f} ms)  target ≤ 2×"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chats", type=int, default=200)
     parser.add_argument("--deltas", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory", help="our server's store")
+    parser.add_argument("--table", action="store_true", help="the issue #18 rows (TTFB and 500 chats on SQLite)")
+    parser.add_argument("--sequential", type=int, default=50, help="--table: sequential chats per round for TTFB")
     args = parser.parse_args()
+    if args.table:
+        if args.chats == 200:
+            args.chats = 500
+        await table(args)
+        return
     print(
         f"{args.chats} concurrent chats x {args.deltas} deltas, {args.rounds} rounds each, "
         f"uvicorn on 127.0.0.1, {os.cpu_count()} CPUs"
     )
     raw = summarise("raw", await bench("raw", args.chats, args.deltas, args.rounds), args.chats, args.deltas)
-    ours = summarise("agora", await bench("agora", args.chats, args.deltas, args.rounds), args.chats, args.deltas)
+    with tempfile.TemporaryDirectory(prefix="agora-sse-") as tmp:
+        store = f"sqlite:///{tmp}/sse.db" if args.store == "sqlite" else None
+        rounds = await bench("agora", args.chats, args.deltas, args.rounds, store)
+    ours = summarise("agora", rounds, args.chats, args.deltas)
     throughput = ours["deltas_per_s"] / raw["deltas_per_s"]
     ttft = ours["p99_ttft_ms"] / raw["p99_ttft_ms"]
     print(
