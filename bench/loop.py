@@ -178,6 +178,7 @@ class SqlCounts:
     transactions: int = 0
     write_transactions: int = 0
     driver_calls: int = 0
+    unit_hops: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
 
 
@@ -186,9 +187,12 @@ async def count_one_run(ours: Ours) -> SqlCounts:
     import sqlalchemy as sa
 
     from agora_agent.stores.sql.engine import WRITE
+    from agora_agent.stores.sql.units import SqliteUnits, units_for
 
     counts = SqlCounts()
-    engine = ours.service._backend.engine.sync_engine
+    async_engine = ours.service._backend.engine
+    units = units_for(async_engine)
+    engines = {async_engine.sync_engine, units.sync_engine}
 
     def on_statement(conn: Any, cursor: Any, statement: str, params: Any, context: Any, executemany: bool) -> None:
         if statement.startswith("BEGIN"):
@@ -209,15 +213,25 @@ async def count_one_run(ours: Ours) -> SqlCounts:
         counts.driver_calls += 1
         return await original(self, fn, *args, **kwargs)
 
-    sa.event.listen(engine, "before_cursor_execute", on_statement)
-    sa.event.listen(engine, "begin", on_begin)
+    original_unit = SqliteUnits._on_worker
+
+    def counted_unit(self: Any, fn: Any, write: bool) -> Any:
+        counts.unit_hops += 1
+        return original_unit(self, fn, write)
+
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", on_statement)
+        sa.event.listen(engine, "begin", on_begin)
     aiosqlite.core.Connection._execute = counted  # type: ignore[method-assign]
+    SqliteUnits._on_worker = counted_unit  # type: ignore[method-assign]
     try:
         await ours.run()
     finally:
         aiosqlite.core.Connection._execute = original  # type: ignore[method-assign]
-        sa.event.remove(engine, "before_cursor_execute", on_statement)
-        sa.event.remove(engine, "begin", on_begin)
+        SqliteUnits._on_worker = original_unit  # type: ignore[method-assign]
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", on_statement)
+            sa.event.remove(engine, "begin", on_begin)
     return counts
 
 
@@ -381,7 +395,11 @@ async def measure_all(
         print(
             f"  {name} one {steps + 1}-step run: {c.statements} statements ({dict(c.kinds)}), "
             f"{c.transactions} transactions ({c.write_transactions} write)"
-            + (f", {c.driver_calls} aiosqlite thread round trips" if name == "sqlite" else "")
+            + (
+                f", {c.driver_calls} round trips to aiosqlite's thread, {c.unit_hops} units sent to the worker thread"
+                if name == "sqlite"
+                else ""
+            )
         )
 
 

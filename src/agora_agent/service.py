@@ -333,9 +333,9 @@ class AgentService:
                 actor_ref=actor.id,
                 tenant_ref=actor.tenant_ref,
                 started_at=datetime.now(UTC),
-            )
+            ),
+            active_stream=True,
         )
-        await self.store.set_active_stream(thread.id, run_id)
         await runner.start(
             RunInput(
                 run_id=run_id,

@@ -13,11 +13,15 @@ from typing import Any
 
 import pytest
 
+from agora_agent.actors import Actor
 from agora_agent.errors import ConflictError, NotFoundError
+from agora_agent.governance.quota import Budget, MemoryQuotaStore
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.stores.base import (
     AgentStore,
     ApprovalRecord,
+    ModelStep,
+    QuotaSettlement,
     RunRecord,
     ThreadRecord,
     ToolCallPatch,
@@ -565,3 +569,81 @@ async def test_store_issued_timestamps_are_utc_aware(store: AgentStore) -> None:
     decided, _ = await store.decide_approval("run-1", "call-1", status="approved", decided_by="bob")
     await store.soft_delete_thread(thread.id)
     assert all(utc(t) for t in (thread.created_at, thread.updated_at, message.created_at, decided.decided_at))
+
+
+# -- one transaction per logical step (issue #18) --
+
+
+def model_step(thread: ThreadRecord, message_id: str, **kw: Any) -> ModelStep:
+    ledger = usage(thread, T0, id=f"run-1:{message_id}", run_id="run-1", message_id=message_id)
+    fields: dict[str, Any] = {"content": "hi", "usage": {"inputTokens": 10, "outputTokens": 5}, "ledger": ledger} | kw
+    return ModelStep(message_id=message_id, thread_id=thread.id, run_id="run-1", **fields)
+
+
+async def test_record_model_step_writes_message_usage_and_settles_once(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    quota = MemoryQuotaStore(Budget(tokens_per_actor=1000, reserve_tokens=100))
+    reservation = await quota.reserve(Actor("alice"), "2024-05-01", reservation_id="run-1:0", tokens=100, usd=0.0)
+    settle = QuotaSettlement(quota=quota, reservation=reservation, tokens=15, usd=0.0)
+    calls = [ToolCall(id="c1", name="lookup", input={"q": 1})]
+    step = model_step(thread, "m-1", tool_calls=calls, persona="support", settlement=settle)
+    first = await store.record_model_step(step)
+    again = await store.record_model_step(step)  # a replayed step: nothing more is written
+    assert (first.id, first.role, first.run_id, first.persona, first.tool_calls) == (
+        "m-1",
+        "assistant",
+        "run-1",
+        "support",
+        calls,
+    )
+    assert again.id == "m-1" and again.content == "hi"
+    assert [m.id for m in await store.list_messages(thread.id)] == ["m-1"]
+    assert await store.usage_tokens("alice", T0 - timedelta(days=1), T0 + timedelta(days=1)) == 15
+    used = await quota.usage(Actor("alice"), "2024-05-01")
+    assert (used.used_tokens, used.reserved_tokens) == (15, 0)
+
+
+async def test_record_model_step_on_unknown_thread_raises_and_writes_nothing(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    ghost = ThreadRecord(id="no-such-thread", actor_ref="alice", created_at=T0, updated_at=T0)
+    with pytest.raises(NotFoundError):
+        await store.record_model_step(model_step(ghost, "m-2"))
+    assert await store.usage_tokens("alice", T0 - timedelta(days=1), T0 + timedelta(days=1)) == 0
+    assert await store.list_messages(thread.id) == []
+
+
+async def test_load_thread_is_the_thread_its_messages_and_tool_calls(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    user = await store.append_message(thread_id=thread.id, role="user", content="q", run_id="run-1")
+    await store.record_tool_call(tool_call("run-1", "c1", thread, user.id))
+    loaded = await store.load_thread(thread.id)
+    assert loaded.thread is not None and loaded.thread.id == thread.id
+    assert [m.id for m in loaded.messages] == [user.id]
+    assert [(c.run_id, c.id) for c in loaded.tool_calls] == [("run-1", "c1")]
+    missing = await store.load_thread("no-such-thread")
+    assert (missing.thread, missing.messages, missing.tool_calls) == (None, [], [])
+
+
+async def test_record_tool_call_with_its_approval_is_all_or_nothing(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    await store.record_tool_call(
+        tool_call("run-1", "c1", thread, status="pending_approval"), approval("run-1", "c1", thread)
+    )
+    got = await store.get_approval("run-1", "c1")
+    assert got is not None and got.status == "pending"
+    await store.create_approval(approval("run-1", "c2", thread))
+    with pytest.raises(ConflictError):  # the approval exists: the tool-call row is not written either
+        await store.record_tool_call(tool_call("run-1", "c2", thread), approval("run-1", "c2", thread))
+    assert await store.get_tool_call("run-1", "c2") is None
+
+
+async def test_run_start_with_active_stream_and_run_end_with_title(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    await store.record_run_start(run_record("run-1", thread), active_stream=True)
+    got = await store.get_thread(thread.id)
+    assert got is not None and got.active_stream_id == "run-1"
+    assert await store.record_run_end("run-1", status="completed", thread_title="Refund for order 7")
+    got = await store.get_thread(thread.id)
+    assert got is not None and got.title == "Refund for order 7"
+    run = await store.get_run("run-1")
+    assert run is not None and run.status == "completed"

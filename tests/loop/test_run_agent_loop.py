@@ -107,27 +107,20 @@ async def test_every_side_effect_is_a_named_step_in_order() -> None:
         "pricing:list",
         "quota:reserve:0",
         "llm:0",
-        "quota:settle:0",
-        "persist:assistant:0",
-        "persist:usage:0",
+        "persist:assistant:0",  # quota settle + message + usage row: one store transaction
         "persist:toolcall:call-0-add",
         "tool:call-0-add",
         "persist:toolexec:call-0-add",
         "quota:reserve:1",
         "llm:1",
-        "quota:settle:1",
-        "persist:assistant:1",
-        "persist:usage:1",
+        "persist:assistant:1",  # quota settle + message + usage row: one store transaction
         "persist:toolcall:call-1-send_invoice",
         "tool:call-1-send_invoice",
         "persist:toolexec:call-1-send_invoice",
         "quota:reserve:2",
         "llm:2",
-        "quota:settle:2",
-        "persist:assistant:2",
-        "persist:usage:2",
-        "persist:title",
-        "persist:run:end",
+        "persist:assistant:2",  # quota settle + message + usage row: one store transaction
+        "persist:run:end",  # with the derived title of a new thread, in the same transaction
     ]
     assert [p.tool_call_id for p in hooks.approvals] == ["call-1-send_invoice"]
     run = await store.get_run("run-1")

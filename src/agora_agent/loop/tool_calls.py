@@ -225,9 +225,9 @@ async def _run_action(
     deadline = now_utc() + spec.approval_ttl if spec.approval_ttl is not None else None
 
     async def park() -> None:
-        # Tool-call row first, then the approval: once the `tool` frame is out, a decision can land.
-        await deps.store.record_tool_call(base_record("pending_approval", policy_decision="allowed"))
-        await deps.store.create_approval(
+        # Tool-call row and approval in one transaction: once the `tool` frame is out, a decision can land.
+        await deps.store.record_tool_call(
+            base_record("pending_approval", policy_decision="allowed"),
             ApprovalRecord(
                 run_id=run.run_id,
                 tool_call_id=call.id,
@@ -238,7 +238,7 @@ async def _run_action(
                 approver_roles=spec.approver_roles,
                 deadline=deadline,
                 created_at=now_utc(),
-            )
+            ),
         )
 
     await hooks.step(f"persist:toolcall:{call.id}", park)

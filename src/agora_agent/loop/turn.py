@@ -7,7 +7,8 @@ durable replay never repeats one.
 
 Where DESIGN §3 decides differently from the reference, this loop follows DESIGN:
 - the run row is written by the runner before `start()` returns (a client can stream or approve at once);
-- quota is reserved before each model call and settled after (`quota:reserve:<i>` / `quota:settle:<i>`);
+- quota is reserved before each model call (`quota:reserve:<i>`) and settled after it in the step that
+  persists the assistant message and its usage row (`persist:assistant:<i>`: one store transaction);
 - an action the actor may not invoke fails before it parks; the approval row is bound to the hash of
   the validated arguments and the requester, and execution re-checks both;
 - tool calls move `started → executed|failed`, carry an idempotency key and `execution_ms`, and their
@@ -16,6 +17,7 @@ Where DESIGN §3 decides differently from the reference, this loop follows DESIG
 
 from __future__ import annotations
 
+import uuid
 from functools import partial
 from typing import Any
 
@@ -27,11 +29,14 @@ from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition, ToolResult
 from agora_agent.rag.inject import retrieve_into_system
-from agora_agent.stores.base import AgentStore, ToolCallRecord, UsageRecord
+from agora_agent.stores.base import AgentStore, ModelStep, QuotaSettlement, ToolCallRecord, UsageRecord
 from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
 
 __all__ = ["run_agent_loop"]
+
+_STEP_IDS = uuid.UUID("5f0c7c52-4d0e-4a53-9a38-6b1f1a4c2e71")
+"""Namespace of the assistant message ids: uuid5(run id, step), the same on a durable replay."""
 
 
 async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
@@ -95,7 +100,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     for i in range(deps.max_steps):
         tools = await _offered_tools(state)
         request = ModelRequest(system=system, messages=tuple(messages), tools=tuple(tools), model_id=agent.model_id)
-        turn = await _model_step(state, i, request)
+        turn, reservation = await _model_step(state, i, request)
         steps += 1
         last_text = turn.text
         total_in += turn.usage.input_tokens
@@ -104,20 +109,8 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         cost = _step_cost(state, turn, model_id)
         if cost is not None:
             known_cost = (known_cost or 0.0) + cost
-        assistant = await hooks.step(
-            f"persist:assistant:{i}",
-            partial(
-                store.append_message,
-                thread_id=run.thread_id,
-                role="assistant",
-                content=turn.text,
-                run_id=run.run_id,
-                persona=persona.id if persona else None,
-                tool_calls=list(turn.tool_calls) or None,
-                usage=_usage_json(turn, cost),
-            ),
-        )
-        await hooks.step(f"persist:usage:{i}", partial(_record_usage, state, turn, model_id, assistant.id))
+        step = _model_step_record(state, i, turn, model_id, cost, reservation)
+        assistant = await hooks.step(f"persist:assistant:{i}", partial(store.record_model_step, step))
         messages.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
             break
@@ -125,8 +118,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         messages.append(ModelMessage(role="tool", tool_results=tuple(results)))
     # ARCH-LOOP-18: max_steps exhausted while the model still asks for tools ends the run quietly.
 
-    if thread_title in ("", "New chat"):
-        await hooks.step("persist:title", lambda: store.set_title(run.thread_id, derive_title(run.user_text)))
+    title = derive_title(run.user_text) if thread_title in ("", "New chat") else None
     await hooks.step(
         "persist:run:end",
         lambda: store.record_run_end(
@@ -136,6 +128,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
             input_tokens=total_in,
             output_tokens=total_out,
             cost_usd=known_cost,
+            thread_title=title,
         ),
     )
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
@@ -143,10 +136,9 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
 
 async def _load_history(store: AgentStore, thread_id: str) -> tuple[str, list[ModelMessage]]:
     """The thread as model messages, each assistant tool call followed by its persisted result."""
-    thread = await store.get_thread(thread_id)
-    records = await store.list_messages(thread_id)
-    calls = await store.list_tool_calls(thread_id=thread_id)
-    by_id = {(c.run_id, c.id): c for c in calls}
+    loaded = await store.load_thread(thread_id)
+    thread, records = loaded.thread, loaded.messages
+    by_id = {(c.run_id, c.id): c for c in loaded.tool_calls}
     history: list[ModelMessage] = []
     for m in records:
         if m.role == "user":
@@ -186,7 +178,8 @@ async def _offered_tools(state: RunState) -> list[ToolDefinition]:
     return [t for t in offered if t.kind != "agent" or t.name in own]
 
 
-async def _model_step(state: RunState, i: int, request: ModelRequest) -> ModelTurn:
+async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[ModelTurn, Reservation | None]:
+    """Reserve budget, call the model; the reservation is settled when the step is persisted."""
     deps, run, hooks, writer = state.deps, state.run, state.hooks, state.writer
     reservation: Reservation | None = None
     if deps.quota is not None:
@@ -217,16 +210,7 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> ModelTu
         if reservation is not None and deps.quota is not None:
             await deps.quota.release(reservation)
         raise
-    if reservation is not None and deps.quota is not None:
-        quota = deps.quota
-        model_id = turn.model_id or deps.agent.model_id or deps.model.model_id or "unknown"
-        usd = _step_cost(state, turn, model_id) or 0.0
-        held = reservation
-        await hooks.step(
-            f"quota:settle:{i}",
-            lambda: quota.settle(held, tokens=turn.usage.total_tokens, usd=usd),
-        )
-    return turn
+    return turn, reservation
 
 
 def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
@@ -249,10 +233,26 @@ def _usage_json(turn: ModelTurn, cost: float | None) -> dict[str, Any]:
     return usage
 
 
-async def _record_usage(state: RunState, turn: ModelTurn, model_id: str, message_id: str) -> None:
-    run = state.run
-    await state.deps.store.record_usage(
-        UsageRecord(
+def _model_step_record(
+    state: RunState, i: int, turn: ModelTurn, model_id: str, cost: float | None, reservation: Reservation | None
+) -> ModelStep:
+    """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row."""
+    run, deps = state.run, state.deps
+    message_id = str(uuid.uuid5(_STEP_IDS, f"{run.run_id}/assistant/{i}"))
+    settlement = None
+    if reservation is not None and deps.quota is not None:
+        settlement = QuotaSettlement(
+            quota=deps.quota, reservation=reservation, tokens=turn.usage.total_tokens, usd=cost or 0.0
+        )
+    return ModelStep(
+        message_id=message_id,
+        thread_id=run.thread_id,
+        run_id=run.run_id,
+        content=turn.text,
+        persona=state.persona.id if state.persona else None,
+        tool_calls=list(turn.tool_calls) or None,
+        usage=_usage_json(turn, cost),
+        ledger=UsageRecord(
             id=f"{run.run_id}:{message_id}",
             thread_id=run.thread_id,
             run_id=run.run_id,
@@ -267,5 +267,6 @@ async def _record_usage(state: RunState, turn: ModelTurn, model_id: str, message
             cache_write_tokens=turn.usage.cache_write_tokens,
             cost_usd=turn.cost_usd,  # COST-05: the ledger keeps provider-reported cost only
             created_at=now_utc(),
-        )
+        ),
+        settlement=settlement,
     )

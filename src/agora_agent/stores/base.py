@@ -14,6 +14,10 @@ Contract highlights (every implementation must honour them):
   keeps the row (governance thread detail shows `deleted`), the memory store may drop it.
 - `fork_thread` and `truncate_from` are atomic (REFERENCE STORE-F1/F2).
 - Tool results (output/error) are stored on the tool-call row and replayed in history.
+- One write transaction per logical step of a run (so a durable step and a store transaction coincide):
+  `record_run_start(..., active_stream=True)`, `record_model_step` (quota settle + assistant message +
+  usage row + daily rollup), `record_tool_call(record, approval)`, `update_tool_call`,
+  `record_run_end(..., thread_title=)`. `load_thread` reads a thread's history in one go.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agora_agent.governance.quota import QuotaStore, Reservation
 from agora_agent.messages import Attachment, ToolCall
 
 __all__ = [
@@ -31,8 +36,11 @@ __all__ = [
     "ApprovalRecord",
     "ApprovalStatus",
     "MessageRecord",
+    "ModelStep",
+    "QuotaSettlement",
     "RunRecord",
     "RunStatus",
+    "ThreadHistory",
     "ThreadRecord",
     "ThreadSummary",
     "ToolCallPatch",
@@ -176,6 +184,45 @@ class RunRecord:
     parent_run_id: str | None = None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QuotaSettlement:
+    """The budget reservation a model step settles: replaced by the real `tokens`/`usd` (settle once)."""
+
+    quota: QuotaStore
+    reservation: Reservation
+    tokens: int
+    usd: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelStep:
+    """Everything one model step persists, written by `record_model_step` as one transaction.
+
+    `message_id` is the caller's (the loop derives it from the run and the step index), so writing the same
+    step twice — a replayed durable step, a retry after an ambiguous commit — stores it once.
+    `ledger` is the usage row (its `message_id` must be `message_id`); `usage` the message's usage JSON.
+    """
+
+    message_id: str
+    thread_id: str
+    run_id: str
+    content: str
+    persona: str | None = None
+    tool_calls: Sequence[ToolCall] | None = None
+    usage: dict[str, Any] | None = None
+    ledger: UsageRecord | None = None
+    settlement: QuotaSettlement | None = None
+
+
+@dataclass(kw_only=True)
+class ThreadHistory:
+    """A thread as a run reads it: the record (None when unknown or deleted), its messages and tool calls."""
+
+    thread: ThreadRecord | None
+    messages: list[MessageRecord]
+    tool_calls: list[ToolCallRecord]
+
+
 class _Unset:
     def __repr__(self) -> str:
         return "UNSET"
@@ -254,8 +301,12 @@ class AgentStore(Protocol):
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]: ...
 
+    async def record_model_step(self, step: ModelStep) -> MessageRecord: ...
+
+    async def load_thread(self, thread_id: str) -> ThreadHistory: ...
+
     # tool calls
-    async def record_tool_call(self, record: ToolCallRecord) -> None: ...
+    async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None: ...
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None: ...
 
@@ -290,7 +341,7 @@ class AgentStore(Protocol):
     async def usage_tokens(self, actor_ref: str, start: datetime, end: datetime) -> int: ...
 
     # runs
-    async def record_run_start(self, record: RunRecord) -> None: ...
+    async def record_run_start(self, record: RunRecord, *, active_stream: bool = False) -> None: ...
 
     async def record_run_end(
         self,
@@ -303,6 +354,7 @@ class AgentStore(Protocol):
         output_tokens: int | None = None,
         cost_usd: float | None = None,
         finished_at: datetime | None = None,  # default now
+        thread_title: str | None = None,  # also rename the run's thread, in the same transaction
     ) -> bool: ...
 
     async def get_run(self, run_id: str) -> RunRecord | None: ...

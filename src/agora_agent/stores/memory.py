@@ -25,8 +25,10 @@ from agora_agent.messages import Attachment, ToolCall
 from agora_agent.stores.base import (
     ApprovalRecord,
     MessageRecord,
+    ModelStep,
     RunRecord,
     RunStatus,
+    ThreadHistory,
     ThreadRecord,
     ThreadSummary,
     ToolCallPatch,
@@ -56,6 +58,7 @@ class MemoryAgentStore:
     def __init__(self) -> None:
         self._threads: dict[str, ThreadRecord] = {}
         self._messages: dict[str, list[MessageRecord]] = {}  # thread id -> messages in creation order
+        self._message_ids: set[str] = set()  # every stored message id (a replayed model step is a no-op)
         self._tool_calls: dict[ToolCallKey, ToolCallRecord] = {}
         self._tool_call_seq: dict[ToolCallKey, int] = {}  # insertion order breaks created_at ties
         # Per-thread / per-run key lists keep history loads O(thread) instead of O(store).
@@ -167,6 +170,7 @@ class MemoryAgentStore:
             clone.thread_id = fork.id
             clone.run_id = None
             copies.append(clone)
+            self._message_ids.add(clone.id)
         self._threads[fork.id] = fork
         self._messages[fork.id] = copies
         return _clone(fork)
@@ -184,6 +188,7 @@ class MemoryAgentStore:
             return
         removed = {m.id for m in messages[cut:]}
         del messages[cut:]
+        self._message_ids -= removed
         for key in [k for k, tc in self._tool_calls.items() if tc.message_id in removed]:
             record = self._tool_calls.pop(key)
             del self._tool_call_seq[key]
@@ -220,12 +225,37 @@ class MemoryAgentStore:
 
         Raises NotFoundError when the thread is unknown or deleted.
         """
+        return self._append(
+            thread_id=thread_id,
+            message_id=uuid.uuid4().hex,
+            role=role,
+            content=content,
+            run_id=run_id,
+            persona=persona,
+            tool_calls=tool_calls,
+            attachments=attachments,
+            usage=usage,
+        )
+
+    def _append(
+        self,
+        *,
+        thread_id: str,
+        message_id: str,
+        role: Literal["user", "assistant"],
+        content: str,
+        run_id: str | None,
+        persona: str | None,
+        tool_calls: Sequence[ToolCall] | None,
+        attachments: Sequence[Attachment] | None,
+        usage: dict[str, Any] | None,
+    ) -> MessageRecord:
         thread = self._live_thread(thread_id)
         if thread is None:
             raise NotFoundError(f"thread {thread_id} not found")
         now = self._now()
         message = MessageRecord(
-            id=uuid.uuid4().hex,
+            id=message_id,
             thread_id=thread_id,
             role=role,
             content=content,
@@ -237,20 +267,60 @@ class MemoryAgentStore:
             created_at=now,
         )
         self._messages[thread_id].append(message)
+        self._message_ids.add(message_id)
         thread.updated_at = now
         return _clone(message)
+
+    async def record_model_step(self, step: ModelStep) -> MessageRecord:
+        """Settle the step's reservation, append the assistant message and its usage row (no await between
+        the last two); a step whose `message_id` is stored already changes nothing and returns that message."""
+        if step.message_id in self._message_ids:
+            return next(_clone(m) for m in self._messages[step.thread_id] if m.id == step.message_id)
+        if self._live_thread(step.thread_id) is None:
+            raise NotFoundError(f"thread {step.thread_id} not found")
+        settlement = step.settlement
+        if settlement is not None:
+            await settlement.quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
+        message = self._append(
+            thread_id=step.thread_id,
+            message_id=step.message_id,
+            role="assistant",
+            content=step.content,
+            run_id=step.run_id,
+            persona=step.persona,
+            tool_calls=step.tool_calls,
+            attachments=None,
+            usage=step.usage,
+        )
+        if step.ledger is not None:
+            self._usage.append(_clone(step.ledger))
+        return message
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]:
         """The thread's messages, oldest first ([] for an unknown thread)."""
         return [_clone(m) for m in self._messages.get(thread_id) or []]
 
+    async def load_thread(self, thread_id: str) -> ThreadHistory:
+        """The thread (None when unknown or deleted), its messages and its tool calls, in one call."""
+        thread = self._live_thread(thread_id)
+        return ThreadHistory(
+            thread=_clone(thread) if thread is not None else None,
+            messages=await self.list_messages(thread_id),
+            tool_calls=await self.list_tool_calls(thread_id=thread_id),
+        )
+
     # -- tool calls --
 
-    async def record_tool_call(self, record: ToolCallRecord) -> None:
-        """Insert an audit row keyed by (run_id, id). Raises ConflictError when that key exists (STORE-19)."""
+    async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
+        """Insert an audit row keyed by (run_id, id), and the approval of a parked action with it.
+
+        Raises ConflictError when that key (or the approval's) exists; then nothing is written (STORE-19).
+        """
         key = (record.run_id, record.id)
         if key in self._tool_calls:
             raise ConflictError(f"tool call {record.id} of run {record.run_id} is already recorded")
+        if approval is not None:
+            self._insert_approval(approval)
         self._seq += 1
         self._tool_calls[key] = _clone(record)
         self._tool_call_seq[key] = self._seq
@@ -297,6 +367,9 @@ class MemoryAgentStore:
 
     async def create_approval(self, record: ApprovalRecord) -> None:
         """Insert a pending approval. Raises ConflictError when one exists for this tool call."""
+        self._insert_approval(record)
+
+    def _insert_approval(self, record: ApprovalRecord) -> None:
         key = (record.run_id, record.tool_call_id)
         if key in self._approvals:
             raise ConflictError(f"an approval for tool call {record.tool_call_id} of run {record.run_id} exists")
@@ -355,14 +428,18 @@ class MemoryAgentStore:
 
     # -- runs --
 
-    async def record_run_start(self, record: RunRecord) -> None:
-        """Insert the run row as given (status `running`, zero counters by default) (STORE-20).
+    async def record_run_start(self, record: RunRecord, *, active_stream: bool = False) -> None:
+        """Insert the run row as given (status `running`, zero counters by default) (STORE-20); with
+        `active_stream`, also make it the thread's active stream.
 
         Raises ConflictError when the run id exists.
         """
         if record.id in self._runs:
             raise ConflictError(f"run {record.id} is already recorded")
         self._runs[record.id] = _clone(record)
+        thread = self._threads.get(record.thread_id)
+        if active_stream and thread is not None:
+            thread.active_stream_id = record.id
 
     async def record_run_end(
         self,
@@ -375,12 +452,16 @@ class MemoryAgentStore:
         output_tokens: int | None = None,
         cost_usd: float | None = None,
         finished_at: datetime | None = None,
+        thread_title: str | None = None,
     ) -> bool:
         """Settle a `running` run (first terminal wins); False when unknown or already settled (STORE-20).
 
-        `finished_at` defaults to now; None counters leave the stored values.
+        `finished_at` defaults to now; None counters leave the stored values. `thread_title` renames the
+        run's thread (whether or not the run was still running).
         """
         run = self._runs.get(run_id)
+        if thread_title is not None and run is not None and run.thread_id in self._threads:
+            self._threads[run.thread_id].title = thread_title
         if run is None or run.status != "running":
             return False
         run.status = status

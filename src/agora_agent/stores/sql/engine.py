@@ -27,6 +27,7 @@ from agora_agent.errors import ConfigurationError
 
 __all__ = [
     "WRITE",
+    "configure_sqlite",
     "create_engine_from_url",
     "dumps_json",
     "is_sqlite",
@@ -111,14 +112,15 @@ def create_engine_from_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
             options.setdefault("poolclass", StaticPool)
             options.setdefault("connect_args", {"check_same_thread": False})
         engine = create_async_engine(target, **options)
-        _configure_sqlite(engine, wal=not in_memory)
+        configure_sqlite(engine.sync_engine, wal=not in_memory)
         return engine
-    options.setdefault("pool_pre_ping", True)
+    # No pre-ping on checkout (a round trip per transaction): a connection the server dropped fails its first
+    # statement, SQLAlchemy invalidates it, and `retry_transient` runs the transaction again on a fresh one.
     return create_async_engine(target, **options)
 
 
-def _configure_sqlite(engine: AsyncEngine, *, wal: bool) -> None:
-    sync_engine = engine.sync_engine
+def configure_sqlite(sync_engine: sa.Engine, *, wal: bool) -> None:
+    """WAL, busy timeout and foreign keys on every connection; BEGIN IMMEDIATE for write transactions."""
 
     @sa.event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

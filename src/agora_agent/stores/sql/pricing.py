@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from agora_agent.governance.pricing import ModelPrice
 from agora_agent.stores.sql.engine import WRITE, retry_transient
 from agora_agent.stores.sql.tables import model_pricing
+from agora_agent.stores.sql.units import units_for
 
 __all__ = ["SqlPricingStore", "price_from_row"]
 
@@ -85,8 +86,8 @@ class SqlPricingStore:
     async def list_current_prices(self) -> list[ModelPrice]:
         """Every model's current price, by model id."""
         stmt = sa.select(model_pricing).where(model_pricing.c.is_current.is_(True)).order_by(model_pricing.c.model_id)
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
+        # Read once per run (`pricing:list`): one unit, i.e. one thread hop on SQLite instead of one per call.
+        rows = await units_for(self.engine).run(lambda conn: conn.execute(stmt).mappings().all(), write=False)
         return [price_from_row(r) for r in rows]
 
     async def price_history(self, model_id: str) -> list[ModelPrice]:

@@ -15,21 +15,84 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.actors import Actor
 from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.quota import Budget, QuotaUsage, Reservation, budget_scopes, exceeded_message
-from agora_agent.stores.sql.engine import WRITE, retry_transient
 from agora_agent.stores.sql.tables import budget_counter, budget_reservation
+from agora_agent.stores.sql.units import units_for
 
-__all__ = ["SqlQuotaStore"]
+__all__ = ["SqlQuotaStore", "settle_reservation"]
 
 _c = budget_counter.c
 
 
-def _key(scope: str, key: str, period: str) -> tuple[Any, ...]:
-    return (_c.scope == scope, _c.key == key, _c.period == period)
+# Built once (the budget path runs twice per model step): a reused statement object compiles once.
+_KEY = (_c.scope == sa.bindparam("_scope"), _c.key == sa.bindparam("_key"), _c.period == sa.bindparam("_period"))
+_COUNTER = sa.select(budget_counter).where(*_KEY)
+_DELETE_RESERVATION = sa.delete(budget_reservation).where(budget_reservation.c.id == sa.bindparam("_id"))
+_INSERT_RESERVATION = sa.insert(budget_reservation)
+_SETTLE = (
+    sa.update(budget_counter)
+    .where(*_KEY)
+    .values(
+        reserved_tokens=_c.reserved_tokens - sa.bindparam("_reserved_tokens", type_=sa.BigInteger()),
+        reserved_usd=_c.reserved_usd - sa.bindparam("_reserved_usd", type_=sa.Float()),
+        used_tokens=_c.used_tokens + sa.bindparam("_tokens", type_=sa.BigInteger()),
+        used_usd=_c.used_usd + sa.bindparam("_usd", type_=sa.Float()),
+    )
+)
+_UPSERT_COUNTER = {
+    name: insert(budget_counter)
+    .values(scope=sa.bindparam("_scope"), key=sa.bindparam("_key"), period=sa.bindparam("_period"))
+    .on_conflict_do_nothing()
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}
+
+
+def _grant_statement(tokens_limited: bool, usd_limited: bool) -> Any:
+    conditions = list(_KEY)
+    if tokens_limited:
+        conditions.append(_c.used_tokens + _c.reserved_tokens < sa.bindparam("_limit_tokens", type_=sa.BigInteger()))
+    if usd_limited:
+        conditions.append(_c.used_usd + _c.reserved_usd < sa.bindparam("_limit_usd", type_=sa.Float()))
+    return (
+        sa.update(budget_counter)
+        .where(*conditions)
+        .values(
+            reserved_tokens=_c.reserved_tokens + sa.bindparam("_tokens", type_=sa.BigInteger()),
+            reserved_usd=_c.reserved_usd + sa.bindparam("_usd", type_=sa.Float()),
+        )
+    )
+
+
+_GRANT = {(t, u): _grant_statement(t, u) for t in (False, True) for u in (False, True)}
+
+
+def _key(scope: str, key: str, period: str) -> dict[str, Any]:
+    return {"_scope": scope, "_key": key, "_period": period}
+
+
+def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> sa.RowMapping | None:
+    return conn.execute(_COUNTER, _key(scope, key, period)).mappings().first()
+
+
+def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: int, usd: float) -> None:
+    """Replace `reservation` by the real usage inside the caller's transaction (the ONE place settle SQL lives).
+
+    The reservation row is deleted first and the counters move only when it was there, so settling twice
+    (or a release after a settle) never double-counts. `SqlAgentStore.record_model_step` calls this in the
+    transaction that writes the assistant message and its usage row.
+    """
+    if not reservation.scopes:
+        return
+    deleted = conn.execute(_DELETE_RESERVATION, {"_id": reservation.id})
+    if deleted.rowcount == 0:
+        return  # settled or released already: settling twice must not double-count
+    amounts = {"_reserved_tokens": reservation.tokens, "_reserved_usd": reservation.usd, "_tokens": tokens, "_usd": usd}
+    for scope, key in reservation.scopes:
+        conn.execute(_SETTLE, {**_key(scope, key, reservation.period_key), **amounts})
 
 
 class SqlQuotaStore:
@@ -38,13 +101,12 @@ class SqlQuotaStore:
     def __init__(self, engine: AsyncEngine, budget: Budget) -> None:
         self.engine = engine
         self.budget = budget
-        self._writer = engine.execution_options(**{WRITE: True})
+        self._units = units_for(engine)
+        self._upsert = _UPSERT_COUNTER["postgresql" if engine.dialect.name == "postgresql" else "sqlite"]
 
-    def _upsert_counter(self, scope: str, key: str, period: str) -> Any:
-        values = {"scope": scope, "key": key, "period": period}
-        if self.engine.dialect.name == "postgresql":
-            return postgresql.insert(budget_counter).values(values).on_conflict_do_nothing()
-        return sqlite.insert(budget_counter).values(values).on_conflict_do_nothing()
+    def shares_transactions_with(self, engine: AsyncEngine) -> bool:
+        """Whether a store on `engine` can settle this quota's reservations inside its own transactions."""
+        return engine is self.engine or engine.sync_engine is self.engine.sync_engine
 
     def _refusal(
         self, scope: str, key: str, limit_tokens: int | None, limit_usd: float | None, row: Any
@@ -67,16 +129,20 @@ class SqlQuotaStore:
 
     async def check(self, actor: Actor, period_key: str) -> None:
         """Raise `QuotaExceededError` when any budget of the actor (or its tenant) has no headroom left."""
-        async with self.engine.connect() as conn:
-            for scope, key, limit_tokens, limit_usd in budget_scopes(self.budget, actor):
-                row = (
-                    (await conn.execute(sa.select(budget_counter).where(*_key(scope, key, period_key))))
-                    .mappings()
-                    .first()
-                )
-                refusal = self._refusal(scope, key, limit_tokens, limit_usd, row)
+        scopes = budget_scopes(self.budget, actor)
+        if not scopes:
+            return
+
+        def unit(conn: sa.Connection) -> QuotaExceededError | None:
+            for scope, key, limit_tokens, limit_usd in scopes:
+                refusal = self._refusal(scope, key, limit_tokens, limit_usd, _counter_row(conn, scope, key, period_key))
                 if refusal is not None:
-                    raise refusal
+                    return refusal
+            return None
+
+        refusal = await self._units.run(unit, write=False)
+        if refusal is not None:
+            raise refusal
 
     async def reserve(
         self, actor: Actor, period_key: str, *, reservation_id: str, tokens: int, usd: float
@@ -93,70 +159,40 @@ class SqlQuotaStore:
         if not applicable:
             return reservation
 
-        async def grant(conn: AsyncConnection) -> None:
+        def grant(conn: sa.Connection) -> None:
             for scope, key, limit_tokens, limit_usd in applicable:
-                await conn.execute(self._upsert_counter(scope, key, period_key))
-                conditions = list(_key(scope, key, period_key))
+                counter = _key(scope, key, period_key)
+                conn.execute(self._upsert, counter)
+                grant = _GRANT[(limit_tokens is not None, limit_usd is not None)]
+                params = {**counter, "_tokens": tokens, "_usd": usd}
                 if limit_tokens is not None:
-                    conditions.append(_c.used_tokens + _c.reserved_tokens < limit_tokens)
+                    params["_limit_tokens"] = limit_tokens
                 if limit_usd is not None:
-                    conditions.append(_c.used_usd + _c.reserved_usd < limit_usd)
-                granted = await conn.execute(
-                    sa.update(budget_counter)
-                    .where(*conditions)
-                    .values(reserved_tokens=_c.reserved_tokens + tokens, reserved_usd=_c.reserved_usd + usd)
-                )
+                    params["_limit_usd"] = limit_usd
+                granted = conn.execute(grant, params)
                 if granted.rowcount == 0:
-                    row = (
-                        (await conn.execute(sa.select(budget_counter).where(*_key(scope, key, period_key))))
-                        .mappings()
-                        .first()
-                    )
+                    row = _counter_row(conn, scope, key, period_key)
                     refusal = self._refusal(scope, key, limit_tokens, limit_usd, row)
                     raise refusal or QuotaExceededError(f"{scope} '{key}' has no budget headroom left")
-            await conn.execute(
-                sa.insert(budget_reservation).values(
-                    id=reservation_id,
-                    scopes=[list(s) for s in reservation.scopes],
-                    period=period_key,
-                    tokens=tokens,
-                    usd=usd,
-                    created_at=datetime.now(UTC),
-                )
+            conn.execute(
+                _INSERT_RESERVATION,
+                {
+                    "id": reservation_id,
+                    "scopes": [list(s) for s in reservation.scopes],
+                    "period": period_key,
+                    "tokens": tokens,
+                    "usd": usd,
+                    "created_at": datetime.now(UTC),
+                },
             )
 
-        async def attempt() -> None:
-            async with self._writer.begin() as conn:
-                await grant(conn)
-
-        await retry_transient(attempt)
+        await self._units.run(grant, write=True)
         return reservation
 
     async def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
         if not reservation.scopes:
             return
-
-        async def close(conn: AsyncConnection) -> None:
-            deleted = await conn.execute(sa.delete(budget_reservation).where(budget_reservation.c.id == reservation.id))
-            if deleted.rowcount == 0:
-                return  # settled or released already: settling twice must not double-count
-            for scope, key in reservation.scopes:
-                await conn.execute(
-                    sa.update(budget_counter)
-                    .where(*_key(scope, key, reservation.period_key))
-                    .values(
-                        reserved_tokens=_c.reserved_tokens - reservation.tokens,
-                        reserved_usd=_c.reserved_usd - reservation.usd,
-                        used_tokens=_c.used_tokens + tokens,
-                        used_usd=_c.used_usd + usd,
-                    )
-                )
-
-        async def attempt() -> None:
-            async with self._writer.begin() as conn:
-                await close(conn)
-
-        await retry_transient(attempt)
+        await self._units.run(lambda conn: settle_reservation(conn, reservation, tokens, usd), write=True)
 
     async def settle(self, reservation: Reservation, *, tokens: int, usd: float) -> None:
         """Replace the reservation by the real usage; a second settle (or a release after it) does nothing."""
@@ -168,12 +204,7 @@ class SqlQuotaStore:
 
     async def usage(self, actor: Actor, period_key: str) -> QuotaUsage:
         """The actor's own counter for the period (zeros when it never reserved)."""
-        async with self.engine.connect() as conn:
-            row = (
-                (await conn.execute(sa.select(budget_counter).where(*_key("actor", actor.id, period_key))))
-                .mappings()
-                .first()
-            )
+        row = await self._units.run(lambda conn: _counter_row(conn, "actor", actor.id, period_key), write=False)
         return QuotaUsage(
             period_key=period_key,
             used_tokens=int(row["used_tokens"]) if row else 0,

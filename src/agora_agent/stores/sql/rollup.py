@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from agora_agent.stores.base import UsageRecord
 from agora_agent.stores.sql.tables import MICROS_PER_DAY, to_micros, usage_daily
 
-__all__ = ["REBUILD_SQL", "rebuild_usage_daily", "upsert_usage_daily"]
+__all__ = ["REBUILD_SQL", "rebuild_usage_daily", "upsert_usage_daily", "usage_daily_params"]
 
 _SUMMED = (
     "requests",
@@ -44,10 +44,10 @@ GROUP BY created_at / {MICROS_PER_DAY}, actor_ref, model_id
 """Recompute every rollup row from the ledger (run after deleting the rollup's rows)."""
 
 
-def upsert_usage_daily(dialect_name: str, record: UsageRecord) -> Any:
-    """The statement adding one ledger row to its rollup row."""
+def usage_daily_params(record: UsageRecord) -> dict[str, Any]:
+    """The rollup increments one ledger row contributes (the parameters of `upsert_usage_daily`)."""
     unreported = record.cost_usd is None
-    values = {
+    return {
         "day": to_micros(record.created_at) // MICROS_PER_DAY,
         "actor_ref": record.actor_ref,
         "model_id": record.model_id,
@@ -60,11 +60,23 @@ def upsert_usage_daily(dialect_name: str, record: UsageRecord) -> Any:
         "unreported_cache_read_tokens": (record.cache_read_tokens or 0) if unreported else 0,
         "unreported_cache_write_tokens": (record.cache_write_tokens or 0) if unreported else 0,
     }
-    insert = (postgresql.insert if dialect_name == "postgresql" else sqlite.insert)(usage_daily).values(values)
+
+
+def _build_upsert(dialect_name: str) -> Any:
+    insert = (postgresql.insert if dialect_name == "postgresql" else sqlite.insert)(usage_daily)
     return insert.on_conflict_do_update(
         index_elements=["day", "actor_ref", "model_id"],
         set_={name: usage_daily.c[name] + insert.excluded[name] for name in _SUMMED},
     )
+
+
+# Built once per dialect: a statement object reused as is keeps its cache key, so it compiles once.
+_UPSERTS = {name: _build_upsert(name) for name in ("postgresql", "sqlite")}
+
+
+def upsert_usage_daily(dialect_name: str) -> Any:
+    """The statement adding one ledger row to its rollup row; execute it with `usage_daily_params(record)`."""
+    return _UPSERTS["postgresql" if dialect_name == "postgresql" else "sqlite"]
 
 
 async def rebuild_usage_daily(engine: AsyncEngine) -> None:

@@ -1,29 +1,37 @@
-"""`SqlAgentStore`: the `AgentStore` protocol on SQLite or PostgreSQL (SQLAlchemy 2 async Core).
+"""`SqlAgentStore`: the `AgentStore` protocol on SQLite or PostgreSQL (SQLAlchemy 2 Core).
 
-Every write is one transaction (a crash mid-write leaves nothing half-written) and is retried as a
-whole after a deadlock or serialization failure. Compare-and-set operations are single conditional
-UPDATEs: `record_run_end` (`… WHERE status = 'running'`) and `decide_approval` (`… WHERE status = 'pending'`,
+Every call is ONE unit of work — a sync function over one connection, run as one transaction by
+`units.units_for(engine)` (on SQLite a file's units run on one worker thread that owns a synchronous
+connection: one thread hop per call instead of one per statement) — and is retried as a whole after a
+deadlock, serialization failure or lost connection. The write calls are the logical steps of a run
+(`record_model_step`: quota settle + assistant message + usage row + daily rollup; `record_tool_call`:
+the call, with its approval for an action; `update_tool_call`: its result), so a crash leaves a step
+either wholly written or not at all. Compare-and-set operations are single conditional UPDATEs:
+`record_run_end` (`… WHERE status = 'running'`) and `decide_approval` (`… WHERE status = 'pending'`,
 then a re-read), so concurrent callers on any number of processes agree on one winner.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.stores.base import (
     ApprovalRecord,
     MessageRecord,
+    ModelStep,
     RunRecord,
     RunStatus,
+    ThreadHistory,
     ThreadRecord,
     ThreadSummary,
     ToolCallPatch,
@@ -31,9 +39,10 @@ from agora_agent.stores.base import (
     UsageRecord,
 )
 from agora_agent.stores.sql import records as rec
-from agora_agent.stores.sql.engine import WRITE, retry_transient
-from agora_agent.stores.sql.rollup import upsert_usage_daily
+from agora_agent.stores.sql.quota import SqlQuotaStore, settle_reservation
+from agora_agent.stores.sql.rollup import upsert_usage_daily, usage_daily_params
 from agora_agent.stores.sql.tables import approval, message, run, thread, token_usage, tool_call
+from agora_agent.stores.sql.units import units_for
 
 __all__ = ["SqlAgentStore"]
 
@@ -49,6 +58,45 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
+class _Replayed(Exception):
+    """Raised inside `record_model_step`'s unit when its message exists: roll back, return the stored one."""
+
+
+_live_thread = (thread.c.id == sa.bindparam("tid"), thread.c.deleted_at.is_(None))
+_BUMP_THREAD = sa.update(thread).where(*_live_thread).values(updated_at=sa.bindparam("now"))
+_MESSAGES_OF = sa.select(message).where(message.c.thread_id == sa.bindparam("tid")).order_by(message.c.seq)
+_TOOL_CALLS_OF = (
+    sa.select(tool_call)
+    .where(tool_call.c.thread_id == sa.bindparam("tid"))
+    .order_by(tool_call.c.created_at, tool_call.c.seq)
+)
+_THREAD = sa.select(thread).where(*_live_thread)
+_approval_table = approval  # `record_tool_call`'s parameter is called `approval`
+# Hot-path statements are built once: building one costs more than running it on SQLite, and a statement object
+# reused as is keeps its memoized cache key, so SQLAlchemy's compiled cache hits without re-walking it.
+_INSERT_USAGE = sa.insert(token_usage)
+_INSERT_MESSAGE = sa.insert(message)
+_INSERT = {t.name: sa.insert(t) for t in (tool_call, approval, run)}
+_INSERT_MESSAGE_ONCE = {
+    "postgresql": postgresql.insert(message).on_conflict_do_nothing(index_elements=["id"]),
+    "sqlite": sqlite.insert(message).on_conflict_do_nothing(index_elements=["id"]),
+}
+_MESSAGE_BY_ID = sa.select(message).where(message.c.id == sa.bindparam("mid"))
+_TOOL_CALL_KEY = (tool_call.c.run_id == sa.bindparam("_run_id"), tool_call.c.id == sa.bindparam("_tool_call_id"))
+_UPDATE_TOOL_CALL = sa.update(tool_call).where(*_TOOL_CALL_KEY)  # SET columns = the keys of the parameters
+_TOOL_CALL = sa.select(tool_call).where(*_TOOL_CALL_KEY)
+_END_RUN = sa.update(run).where(run.c.id == sa.bindparam("_run_id"), run.c.status == "running")
+_RUN = sa.select(run).where(run.c.id == sa.bindparam("_run_id"))
+_STREAMING = sa.update(thread).where(thread.c.id == sa.bindparam("tid")).values(active_stream_id=sa.bindparam("rid"))
+_RENAME_RUN_THREAD = (
+    sa.update(thread)
+    .where(thread.c.id == sa.select(run.c.thread_id).where(run.c.id == sa.bindparam("_run_id")).scalar_subquery())
+    .values(title=sa.bindparam("_title"))
+)
+_APPROVAL_KEY = (approval.c.run_id == sa.bindparam("_run_id"), approval.c.tool_call_id == sa.bindparam("_tcid"))
+_APPROVAL = sa.select(approval).where(*_APPROVAL_KEY)
+
+
 class SqlAgentStore:
     """Threads, messages, tool calls, approvals, the usage ledger and runs in SQL tables.
 
@@ -59,36 +107,27 @@ class SqlAgentStore:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._writer = engine.execution_options(**{WRITE: True})
+        self._units = units_for(engine)
 
-    async def _write(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        async def attempt() -> T:
-            async with self._writer.begin() as conn:
-                return await work(conn)
+    async def _write(self, work: Callable[[sa.Connection], T]) -> T:
+        return await self._units.run(work, write=True)
 
-        return await retry_transient(attempt)
+    async def _read(self, work: Callable[[sa.Connection], T]) -> T:
+        return await self._units.run(work, write=False)
 
     async def _insert(self, table: sa.Table, values: dict[str, Any], conflict: str) -> None:
         """Insert one row; a duplicate key (or a missing parent row) is a ConflictError saying `conflict`."""
 
-        async def work(conn: AsyncConnection) -> None:
-            try:
-                async with conn.begin_nested():
-                    await conn.execute(sa.insert(table).values(values))
-            except sa.exc.IntegrityError as exc:
-                raise ConflictError(conflict) from exc
+        def work(conn: sa.Connection) -> None:
+            _insert_or_conflict(conn, table, values, conflict)
 
         await self._write(work)
 
     async def _read_one(self, stmt: sa.Select[Any]) -> sa.RowMapping | None:
-        async with self.engine.connect() as conn:
-            row: sa.RowMapping | None = (await conn.execute(stmt)).mappings().first()
-        return row
+        return await self._read(lambda conn: conn.execute(stmt).mappings().first())
 
     async def _read_all(self, stmt: sa.Select[Any]) -> Sequence[sa.RowMapping]:
-        async with self.engine.connect() as conn:
-            rows: Sequence[sa.RowMapping] = (await conn.execute(stmt)).mappings().all()
-        return rows
+        return await self._read(lambda conn: conn.execute(stmt).mappings().all())
 
     # -- threads --
 
@@ -118,14 +157,12 @@ class SqlAgentStore:
             await self._insert(thread, _thread_values(record), f"thread {thread_id} already exists")
             return record
 
-        async def work(conn: AsyncConnection) -> None:
-            await conn.execute(sa.insert(thread).values(_thread_values(record)))
-
-        await self._write(work)
+        values = _thread_values(record)
+        await self._write(lambda conn: conn.execute(sa.insert(thread).values(values)))
         return record
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self._read_one(sa.select(thread).where(thread.c.id == thread_id, thread.c.deleted_at.is_(None)))
+        row = await self._read(lambda conn: conn.execute(_THREAD, {"tid": thread_id}).mappings().first())
         return None if row is None else rec.thread_record(row)
 
     async def list_threads(self, actor_ref: str, *, limit: int = 50) -> list[ThreadSummary]:
@@ -152,14 +189,13 @@ class SqlAgentStore:
         ]
 
     async def thread_owner(self, thread_id: str) -> str | None:
-        async with self.engine.connect() as conn:
-            return await conn.scalar(
-                sa.select(thread.c.actor_ref).where(thread.c.id == thread_id, thread.c.deleted_at.is_(None))
-            )
+        stmt = sa.select(thread.c.actor_ref).where(thread.c.id == thread_id, thread.c.deleted_at.is_(None))
+        owner: str | None = await self._read(lambda conn: conn.scalar(stmt))
+        return owner
 
     async def soft_delete_thread(self, thread_id: str) -> bool:
-        async def work(conn: AsyncConnection) -> bool:
-            result = await conn.execute(
+        def work(conn: sa.Connection) -> bool:
+            result = conn.execute(
                 sa.update(thread)
                 .where(thread.c.id == thread_id, thread.c.deleted_at.is_(None))
                 .values(deleted_at=_now())
@@ -169,19 +205,11 @@ class SqlAgentStore:
         return await self._write(work)
 
     async def fork_thread(self, thread_id: str, from_message_id: str) -> ThreadRecord:
-        async def work(conn: AsyncConnection) -> ThreadRecord:
-            source = (
-                (await conn.execute(sa.select(thread).where(thread.c.id == thread_id, thread.c.deleted_at.is_(None))))
-                .mappings()
-                .first()
-            )
+        def work(conn: sa.Connection) -> ThreadRecord:
+            source = conn.execute(_THREAD, {"tid": thread_id}).mappings().first()
             if source is None:
                 raise NotFoundError(f"thread {thread_id} not found")
-            rows = (
-                (await conn.execute(sa.select(message).where(message.c.thread_id == thread_id).order_by(message.c.seq)))
-                .mappings()
-                .all()
-            )
+            rows = conn.execute(_MESSAGES_OF, {"tid": thread_id}).mappings().all()
             cut = next((i for i, r in enumerate(rows) if r["id"] == from_message_id), len(rows) - 1)
             now = _now()
             forked = ThreadRecord(
@@ -194,28 +222,28 @@ class SqlAgentStore:
                 created_at=now,
                 updated_at=now,
             )
-            await conn.execute(sa.insert(thread).values(_thread_values(forked)))
+            conn.execute(sa.insert(thread).values(_thread_values(forked)))
             # One INSERT per message keeps `seq` in the source order on every backend.
             for row in rows[: cut + 1]:
                 values = {k: v for k, v in row.items() if k != "seq"}
                 values.update(id=_new_id(), thread_id=forked.id, run_id=None)
-                await conn.execute(sa.insert(message).values(values))
+                conn.execute(sa.insert(message).values(values))
             return forked
 
         return await self._write(work)
 
     async def truncate_from(self, thread_id: str, message_id: str) -> None:
-        async def work(conn: AsyncConnection) -> None:
-            seq = await conn.scalar(
+        def work(conn: sa.Connection) -> None:
+            seq = conn.scalar(
                 sa.select(message.c.seq).where(message.c.thread_id == thread_id, message.c.id == message_id)
             )
             if seq is None:
                 return
             doomed = sa.select(message.c.id).where(message.c.thread_id == thread_id, message.c.seq >= seq)
-            await conn.execute(
+            conn.execute(
                 sa.delete(tool_call).where(tool_call.c.thread_id == thread_id, tool_call.c.message_id.in_(doomed))
             )
-            await conn.execute(sa.delete(message).where(message.c.thread_id == thread_id, message.c.seq >= seq))
+            conn.execute(sa.delete(message).where(message.c.thread_id == thread_id, message.c.seq >= seq))
 
         await self._write(work)
 
@@ -226,10 +254,8 @@ class SqlAgentStore:
         await self._update_thread(thread_id, active_stream_id=run_id)
 
     async def _update_thread(self, thread_id: str, **values: Any) -> None:
-        async def work(conn: AsyncConnection) -> None:
-            await conn.execute(sa.update(thread).where(thread.c.id == thread_id).values(**values))
-
-        await self._write(work)
+        stmt = sa.update(thread).where(thread.c.id == thread_id).values(**values)
+        await self._write(lambda conn: conn.execute(stmt))
 
     # -- messages --
 
@@ -258,45 +284,102 @@ class SqlAgentStore:
             run_id=run_id,
             created_at=now,
         )
+        values = _message_values(record, tool_calls, attachments)
+        await self._write(lambda conn: _append(conn, values))
+        return record
 
-        async def work(conn: AsyncConnection) -> None:
-            bumped = await conn.execute(
-                sa.update(thread).where(thread.c.id == thread_id, thread.c.deleted_at.is_(None)).values(updated_at=now)
-            )
-            if bumped.rowcount == 0:
-                raise NotFoundError(f"thread {thread_id} not found")
-            await conn.execute(
-                sa.insert(message).values(
-                    id=record.id,
-                    thread_id=thread_id,
-                    role=role,
-                    content=content,
-                    tool_calls=rec.tool_calls_json(tool_calls),
-                    attachments=rec.attachments_json(attachments),
-                    usage=usage,
-                    persona=persona,
-                    run_id=run_id,
-                    created_at=now,
-                )
-            )
+    async def record_model_step(self, step: ModelStep) -> MessageRecord:
+        """The step's quota settle, assistant message, usage row and rollup in ONE transaction.
 
-        await self._write(work)
+        When the settlement's quota is a `SqlQuotaStore` on another database (or not SQL at all), it is
+        settled first on its own, as before. A step whose `message_id` is stored already writes nothing.
+        """
+        now = _now()
+        record = MessageRecord(
+            id=step.message_id,
+            thread_id=step.thread_id,
+            role="assistant",
+            content=step.content,
+            tool_calls=None if step.tool_calls is None else list(step.tool_calls),
+            usage=step.usage,
+            persona=step.persona,
+            run_id=step.run_id,
+            created_at=now,
+        )
+        values = _message_values(record, step.tool_calls, None)
+        settlement = step.settlement
+        settle_here = (
+            settlement is not None
+            and isinstance(settlement.quota, SqlQuotaStore)
+            and settlement.quota.shares_transactions_with(self.engine)
+        )
+        if settlement is not None and not settle_here:
+            await settlement.quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
+        ledger = None if step.ledger is None else asdict(step.ledger)
+        insert_message = _INSERT_MESSAGE_ONCE["postgresql" if self.engine.dialect.name == "postgresql" else "sqlite"]
+
+        def work(conn: sa.Connection) -> None:
+            if settle_here and settlement is not None:
+                settle_reservation(conn, settlement.reservation, settlement.tokens, settlement.usd)
+            _bump(conn, step.thread_id, now)
+            if conn.execute(insert_message, values).rowcount == 0:
+                raise _Replayed
+            if ledger is not None and step.ledger is not None:
+                conn.execute(_INSERT_USAGE, ledger)
+                conn.execute(upsert_usage_daily(conn.dialect.name), usage_daily_params(step.ledger))
+
+        try:
+            await self._write(work)
+        except _Replayed:
+            row = await self._read(
+                lambda conn: conn.execute(_MESSAGE_BY_ID, {"mid": step.message_id}).mappings().first()
+            )
+            assert row is not None
+            return rec.message_record(row)
         return record
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]:
-        rows = await self._read_all(sa.select(message).where(message.c.thread_id == thread_id).order_by(message.c.seq))
+        rows = await self._read(lambda conn: conn.execute(_MESSAGES_OF, {"tid": thread_id}).mappings().all())
         return [rec.message_record(r) for r in rows]
+
+    async def load_thread(self, thread_id: str) -> ThreadHistory:
+        """The thread, its messages and its tool calls, read in one transaction (a consistent snapshot)."""
+
+        def work(conn: sa.Connection) -> tuple[Any, Sequence[sa.RowMapping], Sequence[sa.RowMapping]]:
+            params = {"tid": thread_id}
+            head = conn.execute(_THREAD, params).mappings().first()
+            return (
+                head,
+                conn.execute(_MESSAGES_OF, params).mappings().all(),
+                conn.execute(_TOOL_CALLS_OF, params).mappings().all(),
+            )
+
+        head, messages, calls = await self._read(work)
+        return ThreadHistory(
+            thread=None if head is None else rec.thread_record(head),
+            messages=[rec.message_record(r) for r in messages],
+            tool_calls=[rec.tool_call_record(r) for r in calls],
+        )
 
     # -- tool calls --
 
-    async def record_tool_call(self, record: ToolCallRecord) -> None:
+    async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
+        """The audit row and, for an action parked for approval, its approval row — one transaction."""
         values = asdict(record)
+        conflict = f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
+        approval_values = None if approval is None else _approval_values(approval)
 
-        await self._insert(
-            tool_call,
-            values,
-            f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)",
-        )
+        def work(conn: sa.Connection) -> None:
+            _insert_or_conflict(conn, tool_call, values, conflict)
+            if approval_values is not None and approval is not None:
+                _insert_or_conflict(
+                    conn,
+                    _approval_table,
+                    approval_values,
+                    f"an approval for tool call {approval.tool_call_id} of run {approval.run_id} already exists",
+                )
+
+        await self._write(work)
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
         changes = patch.changes()
@@ -306,20 +389,17 @@ class SqlAgentStore:
             if await self.get_tool_call(run_id, tool_call_id) is None:
                 raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
             return
+        params = {**changes, "_run_id": run_id, "_tool_call_id": tool_call_id}
 
-        async def work(conn: AsyncConnection) -> None:
-            result = await conn.execute(
-                sa.update(tool_call).where(tool_call.c.run_id == run_id, tool_call.c.id == tool_call_id).values(changes)
-            )
-            if result.rowcount == 0:
+        def work(conn: sa.Connection) -> None:
+            if conn.execute(_UPDATE_TOOL_CALL, params).rowcount == 0:
                 raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
 
         await self._write(work)
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
-        row = await self._read_one(
-            sa.select(tool_call).where(tool_call.c.run_id == run_id, tool_call.c.id == tool_call_id)
-        )
+        params = {"_run_id": run_id, "_tool_call_id": tool_call_id}
+        row = await self._read(lambda conn: conn.execute(_TOOL_CALL, params).mappings().first())
         return None if row is None else rec.tool_call_record(row)
 
     async def list_tool_calls(self, *, thread_id: str | None = None, run_id: str | None = None) -> list[ToolCallRecord]:
@@ -333,17 +413,15 @@ class SqlAgentStore:
     # -- approvals --
 
     async def create_approval(self, record: ApprovalRecord) -> None:
-        values = asdict(record)
-        values["approver_roles"] = None if record.approver_roles is None else list(record.approver_roles)
-
         await self._insert(
-            approval, values, f"an approval for tool call {record.tool_call_id} of run {record.run_id} already exists"
+            approval,
+            _approval_values(record),
+            f"an approval for tool call {record.tool_call_id} of run {record.run_id} already exists",
         )
 
     async def get_approval(self, run_id: str, tool_call_id: str) -> ApprovalRecord | None:
-        row = await self._read_one(
-            sa.select(approval).where(approval.c.run_id == run_id, approval.c.tool_call_id == tool_call_id)
-        )
+        params = {"_run_id": run_id, "_tcid": tool_call_id}
+        row = await self._read(lambda conn: conn.execute(_APPROVAL, params).mappings().first())
         return None if row is None else rec.approval_record(row)
 
     async def decide_approval(
@@ -357,13 +435,13 @@ class SqlAgentStore:
     ) -> tuple[ApprovalRecord, bool]:
         key = (approval.c.run_id == run_id, approval.c.tool_call_id == tool_call_id)
 
-        async def work(conn: AsyncConnection) -> tuple[ApprovalRecord, bool]:
-            result = await conn.execute(
+        def work(conn: sa.Connection) -> tuple[ApprovalRecord, bool]:
+            result = conn.execute(
                 sa.update(approval)
                 .where(*key, approval.c.status == "pending")
                 .values(status=status, decided_by=decided_by, reason=reason, decided_at=_now())
             )
-            row = (await conn.execute(sa.select(approval).where(*key))).mappings().first()
+            row = conn.execute(sa.select(approval).where(*key)).mappings().first()
             if row is None:
                 raise NotFoundError(f"no approval for tool call {tool_call_id} of run {run_id}")
             return rec.approval_record(row), result.rowcount > 0
@@ -386,31 +464,36 @@ class SqlAgentStore:
     async def record_usage(self, record: UsageRecord) -> None:
         values = asdict(record)
 
-        async def work(conn: AsyncConnection) -> None:
-            await conn.execute(sa.insert(token_usage).values(values))
-            await conn.execute(upsert_usage_daily(conn.dialect.name, record))
+        def work(conn: sa.Connection) -> None:
+            conn.execute(_INSERT_USAGE, values)
+            conn.execute(upsert_usage_daily(conn.dialect.name), usage_daily_params(record))
 
         await self._write(work)
 
     async def usage_tokens(self, actor_ref: str, start: datetime, end: datetime) -> int:
-        async with self.engine.connect() as conn:
-            total = await conn.scalar(
-                sa.select(
-                    sa.func.coalesce(sa.func.sum(token_usage.c.input_tokens + token_usage.c.output_tokens), 0)
-                ).where(
-                    token_usage.c.actor_ref == actor_ref,
-                    token_usage.c.created_at >= start,
-                    token_usage.c.created_at <= end,
-                )
-            )
+        stmt = sa.select(
+            sa.func.coalesce(sa.func.sum(token_usage.c.input_tokens + token_usage.c.output_tokens), 0)
+        ).where(
+            token_usage.c.actor_ref == actor_ref,
+            token_usage.c.created_at >= start,
+            token_usage.c.created_at <= end,
+        )
+        total = await self._read(lambda conn: conn.scalar(stmt))
         return int(total or 0)
 
     # -- runs --
 
-    async def record_run_start(self, record: RunRecord) -> None:
+    async def record_run_start(self, record: RunRecord, *, active_stream: bool = False) -> None:
+        """Insert the run row; with `active_stream`, also mark it the thread's active stream (one transaction)."""
         values = asdict(record)
+        conflict = f"run {record.id} already exists (or thread {record.thread_id} is unknown)"
 
-        await self._insert(run, values, f"run {record.id} already exists (or thread {record.thread_id} is unknown)")
+        def work(conn: sa.Connection) -> None:
+            _insert_or_conflict(conn, run, values, conflict)
+            if active_stream:
+                conn.execute(_STREAMING, {"tid": record.thread_id, "rid": record.id})
+
+        await self._write(work)
 
     async def record_run_end(
         self,
@@ -423,6 +506,7 @@ class SqlAgentStore:
         output_tokens: int | None = None,
         cost_usd: float | None = None,
         finished_at: datetime | None = None,
+        thread_title: str | None = None,
     ) -> bool:
         values: dict[str, Any] = {"status": status, "error": error, "finished_at": finished_at or _now()}
         optional = {
@@ -432,26 +516,69 @@ class SqlAgentStore:
             "cost_usd": cost_usd,
         }
         values.update({k: v for k, v in optional.items() if v is not None})
+        values["_run_id"] = run_id
 
-        async def work(conn: AsyncConnection) -> bool:
-            result = await conn.execute(
-                sa.update(run).where(run.c.id == run_id, run.c.status == "running").values(values)
-            )
-            return result.rowcount > 0
+        def work(conn: sa.Connection) -> bool:
+            if thread_title is not None:  # the title first, as the loop wrote it before the run end
+                conn.execute(_RENAME_RUN_THREAD, {"_run_id": run_id, "_title": thread_title})
+            return conn.execute(_END_RUN, values).rowcount > 0
 
         return await self._write(work)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._read_one(sa.select(run).where(run.c.id == run_id))
+        row = await self._read(lambda conn: conn.execute(_RUN, {"_run_id": run_id}).mappings().first())
         return None if row is None else rec.run_record(row)
 
     async def run_owner(self, run_id: str) -> str | None:
-        async with self.engine.connect() as conn:
-            return await conn.scalar(sa.select(run.c.actor_ref).where(run.c.id == run_id))
+        stmt = sa.select(run.c.actor_ref).where(run.c.id == run_id)
+        owner: str | None = await self._read(lambda conn: conn.scalar(stmt))
+        return owner
 
     async def list_runs_by_status(self, status: RunStatus, *, limit: int = 100) -> list[RunRecord]:
         stmt = sa.select(run).where(run.c.status == status).order_by(run.c.started_at, run.c.id).limit(limit)
         return [rec.run_record(r) for r in await self._read_all(stmt)]
+
+
+def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, Any], conflict: str) -> None:
+    # No savepoint: an IntegrityError ends the whole unit (rolled back), which is what a conflict means here.
+    try:
+        stmt = _INSERT.get(table.name)
+        conn.execute(sa.insert(table) if stmt is None else stmt, values)
+    except sa.exc.IntegrityError as exc:
+        raise ConflictError(conflict) from exc
+
+
+def _bump(conn: sa.Connection, thread_id: str, now: datetime) -> None:
+    if conn.execute(_BUMP_THREAD, {"tid": thread_id, "now": now}).rowcount == 0:
+        raise NotFoundError(f"thread {thread_id} not found")
+
+
+def _append(conn: sa.Connection, values: dict[str, Any]) -> None:
+    _bump(conn, values["thread_id"], values["created_at"])
+    conn.execute(_INSERT_MESSAGE, values)
+
+
+def _message_values(
+    record: MessageRecord, tool_calls: Sequence[ToolCall] | None, attachments: Sequence[Attachment] | None
+) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "thread_id": record.thread_id,
+        "role": record.role,
+        "content": record.content,
+        "tool_calls": rec.tool_calls_json(tool_calls),
+        "attachments": rec.attachments_json(attachments),
+        "usage": record.usage,
+        "persona": record.persona,
+        "run_id": record.run_id,
+        "created_at": record.created_at,
+    }
+
+
+def _approval_values(record: ApprovalRecord) -> dict[str, Any]:
+    values = asdict(record)
+    values["approver_roles"] = None if record.approver_roles is None else list(record.approver_roles)
+    return values
 
 
 def _thread_values(record: ThreadRecord) -> dict[str, Any]:

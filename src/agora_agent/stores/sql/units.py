@@ -1,0 +1,194 @@
+"""How the SQL stores run a unit of work: ONE sync function over a `sqlalchemy.Connection` = ONE transaction.
+
+Every store call (a logical step of a run: "the assistant message with its usage row and quota settle",
+"the tool call's start", "its result") is written as one sync function and handed to `units_for(engine)`:
+
+- SQLite file (the embedded default): the function runs synchronously on the event loop's thread over a
+  pysqlite connection kept open for the life of the engine (`SqliteUnits`): no thread hop at all, where
+  aiosqlite makes every statement, cursor, commit and pool reset its own hop to a worker thread
+  (~100–250 µs each on an idle 2-core box, milliseconds under load — measured in bench/loop.py). A unit
+  that finds the file locked by another process runs on a worker thread instead, which waits for the lock.
+- PostgreSQL and in-memory SQLite: `AsyncConnection.run_sync`, i.e. the same function driven by the async
+  driver (asyncpg round trips are network round trips; there is nothing to save by changing threads).
+
+A unit runs again as a whole after a deadlock, serialization failure, lock timeout or lost connection
+(`retry_transient`); its ids are chosen before the first attempt, so a retry writes the same rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agora_agent.stores.sql.engine import WRITE, configure_sqlite, dumps_json, is_transient_db_error, retry_transient
+
+__all__ = ["Unit", "Units", "units_for"]
+
+T = TypeVar("T")
+Unit = Callable[[sa.Connection], T]
+
+
+class Units(Protocol):
+    """Runs units of work; `write=True` takes the write lock up front (BEGIN IMMEDIATE on SQLite).
+
+    `sync_engine` is the engine whose events see every statement the units run (statement counts).
+    """
+
+    sync_engine: sa.Engine
+
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool) -> T: ...
+
+    def close(self) -> None: ...
+
+
+class AsyncUnits:
+    """A unit through the async engine's pool (asyncpg, or aiosqlite for in-memory SQLite)."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.sync_engine = engine.sync_engine
+        self._reader = engine
+        self._writer = engine.execution_options(**{WRITE: True})
+
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
+        source = self._writer if write else self._reader
+
+        async def attempt() -> T:
+            async with source.begin() as conn:
+                return await conn.run_sync(fn)
+
+        return await retry_transient(attempt)
+
+    def close(self) -> None:
+        return None
+
+
+class SqliteUnits:
+    """File SQLite: a unit runs on the event loop's thread, synchronously, unless the database is locked.
+
+    Two synchronous pysqlite connections stay open for the life of the engine:
+    - the inline one, used on the event loop's thread with `busy_timeout=0`: a unit there is a few
+      sqlite3 calls (tens of µs for the hot-path units), no thread hop, no scheduler wake-up. Units never
+      overlap on it (a unit is sync: nothing else runs on the loop until it commits), so in-process writers
+      never wait for each other;
+    - the worker's, on one dedicated thread with the usual 30 s busy timeout: a unit that found the database
+      locked by ANOTHER process (SQLITE_BUSY at once, before it wrote anything) runs again there, and the
+      loop awaits it without blocking.
+    The inline connection does not checkpoint the WAL (a checkpoint fsyncs); every `CHECKPOINT_EVERY` write
+    units the worker thread runs a passive checkpoint instead.
+    """
+
+    CHECKPOINT_EVERY = 500
+
+    def __init__(self, url: sa.URL) -> None:
+        self._engine = sa.create_engine(
+            url.set(drivername="sqlite+pysqlite"),
+            connect_args={"check_same_thread": False},  # the worker's connection is closed from the loop
+            json_serializer=dumps_json,
+        )
+        configure_sqlite(self._engine, wal=True)
+        self.sync_engine = self._engine
+        self._inline: sa.Connection | None = None
+        self._worker: sa.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._writes = 0
+
+    @staticmethod
+    def _in_transaction(conn: sa.Connection, fn: Callable[[sa.Connection], T], write: bool) -> T:
+        conn.execution_options(**{WRITE: write})  # read by the "begin" listener: BEGIN IMMEDIATE or BEGIN
+        with conn.begin():
+            return fn(conn)
+
+    def _inline_connection(self) -> sa.Connection:
+        conn = self._inline
+        if conn is None or conn.invalidated:
+            conn = self._inline = self._engine.connect()
+            raw: Any = conn.connection.dbapi_connection
+            raw.execute("PRAGMA busy_timeout=0")  # locked by another process: go to the worker, never wait here
+            raw.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints (fsync) run on the worker thread
+        return conn
+
+    def _on_worker(self, fn: Callable[[sa.Connection], T], write: bool) -> T:
+        conn = self._worker
+        if conn is None or conn.invalidated:
+            conn = self._worker = self._engine.connect()
+        return self._in_transaction(conn, fn, write)
+
+    def _checkpoint(self) -> None:
+        conn = self._worker
+        if conn is None or conn.invalidated:
+            conn = self._worker = self._engine.connect()
+        raw: Any = conn.connection.dbapi_connection
+        raw.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def _executor_(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="agora-sqlite")
+        return self._executor
+
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
+        try:
+            result = self._in_transaction(self._inline_connection(), fn, write)
+        except sa.exc.OperationalError as exc:
+            if not is_transient_db_error(exc):
+                raise
+            # Another process holds the lock: nothing was written; wait for it off the loop.
+            executor = self._executor_()
+            loop = asyncio.get_running_loop()
+            result = await retry_transient(lambda: loop.run_in_executor(executor, partial(self._on_worker, fn, write)))
+        if write:
+            self._writes += 1
+            if self._writes % self.CHECKPOINT_EVERY == 0:
+                self._executor_().submit(self._checkpoint)
+        return result
+
+    def _shutdown_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def close(self) -> None:
+        """Close both connections and stop the worker thread (a later unit opens them again)."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.submit(self._shutdown_worker).result()
+            executor.shutdown(wait=True)
+        if self._inline is not None:
+            self._inline.close()
+            self._inline = None
+        self._engine.dispose()
+
+
+_UNITS: weakref.WeakKeyDictionary[sa.Engine, Units] = weakref.WeakKeyDictionary()
+
+
+def units_for(engine: AsyncEngine) -> Units:
+    """The unit runner shared by every store on `engine` (created on first use, closed by `engine.dispose()`)."""
+    sync_engine = engine.sync_engine
+    units = _UNITS.get(sync_engine)
+    if units is None:
+        database = engine.url.database
+        if (
+            engine.dialect.name == "sqlite"
+            and database not in (None, "", ":memory:")
+            and "mode=memory" not in str(engine.url)
+        ):
+            units = SqliteUnits(engine.url)
+        else:
+            units = AsyncUnits(engine)
+        _UNITS[sync_engine] = units
+        sa.event.listen(sync_engine, "engine_disposed", _close_on_dispose(units))
+    return units
+
+
+def _close_on_dispose(units: Units) -> Callable[[Any], None]:
+    def on_dispose(_engine: Any) -> None:
+        units.close()
+
+    return on_dispose
