@@ -36,9 +36,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from agora_agent import Actor, AgentConfig, AgentService, Budget, tool
-from agora_agent.messages import ModelRequest, ToolCall
+from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from agora_agent.stores.base import AgentStore, ToolCallRecord
-from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
 
 ACTOR = Actor("bench", roles=("user",))
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
@@ -56,20 +55,30 @@ async def add_async(a: int, b: int) -> int:
     return a + b
 
 
-def make_script(steps: int) -> Callable[[ModelRequest, int], ScriptedTurn]:
-    """K tool steps then "done", counted from the last user message (so long threads play the same run)."""
+class ScriptModel:
+    """K tool steps then "done", counted back to the last user message (a long thread plays the same run).
 
-    def script(request: ModelRequest, _turn_index: int) -> ScriptedTurn:
+    A `ModelProvider` of its own rather than `FakeModel`, whose turn index counts every assistant message of
+    the history (O(thread) per call): the thread-growth row measures our runtime, not the fake model.
+    """
+
+    model_id = "bench-model"
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    async def run_turn(self, request: ModelRequest, on_text: Callable[[str], Awaitable[None]]) -> ModelTurn:
         i = 0
         for m in reversed(request.messages):
             if m.role == "user":
                 break
             i += m.role == "assistant"
-        if i < steps:
-            return ScriptedTurn(text="", tool_calls=[ToolCallRequest(name="add", input={"a": i, "b": 1})])
-        return ScriptedTurn(text="done")
-
-    return script
+        usage = Usage(input_tokens=10, output_tokens=5)
+        if i < self.steps:
+            call = ToolCall(id=f"call-{i}", name="add", input={"a": i, "b": 1})
+            return ModelTurn(text="", tool_calls=(call,), usage=usage)
+        await on_text("done")
+        return ModelTurn(text="done", usage=usage)
 
 
 # -- one run of each framework -------------------------------------------------------------------
@@ -85,7 +94,7 @@ class Ours:
 
     def __init__(self, store: str | None, steps: int, sync_tool: bool) -> None:
         self.config = AgentConfig(
-            model=FakeModel(make_script(steps)),
+            model=ScriptModel(steps),
             tools=[add if sync_tool else add_async],
             budget=Budget(tokens_per_actor=10**12),
             store=store,

@@ -36,6 +36,7 @@ from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
 from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
 from agora_agent.loop import LoopDeps, RunInput
+from agora_agent.loop.history import HistoryCache
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
@@ -147,6 +148,8 @@ class AgentService:
         self.governance_queries: GovernanceQueries | None = None
         self._backend: Any = None
         self._runner: InlineRunner | None = None
+        # Rendered thread history kept between runs: a run loads only what came after (loop/history.py).
+        self._history = HistoryCache()
         self._started = False
         self._retrieval = _inject_retrieval(config)
 
@@ -269,6 +272,7 @@ class AgentService:
             max_delegation_depth=self.config.max_delegation_depth,
             telemetry=self.telemetry,
             retrieval=self._retrieval,
+            history=self._history,
         )
 
     def persona_catalog(self, agent: str | None = None) -> list[Persona]:

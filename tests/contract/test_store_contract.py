@@ -647,3 +647,21 @@ async def test_run_start_with_active_stream_and_run_end_with_title(store: AgentS
     assert got is not None and got.title == "Refund for order 7"
     run = await store.get_run("run-1")
     assert run is not None and run.status == "completed"
+
+
+async def test_load_thread_after_a_message_is_the_tail_and_its_tool_calls(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    first = await store.append_message(thread_id=thread.id, role="user", content="q1", run_id="run-1")
+    call = ToolCall(id="c1", name="lookup", input={})
+    asked = await store.append_message(
+        thread_id=thread.id, role="assistant", content="", run_id="run-1", tool_calls=[call]
+    )
+    await store.record_tool_call(tool_call("run-1", "c1", thread, asked.id))
+    tail = await store.load_thread(thread.id, after=first.id)
+    assert not tail.complete and [m.id for m in tail.messages] == [asked.id]
+    assert [(c.run_id, c.id) for c in tail.tool_calls] == [("run-1", "c1")]
+    nothing = await store.load_thread(thread.id, after=asked.id)
+    assert not nothing.complete and nothing.messages == [] and nothing.tool_calls == []
+    await store.truncate_from(thread.id, asked.id)
+    gone = await store.load_thread(thread.id, after=asked.id)  # the message is gone: everything again
+    assert gone.complete and [m.id for m in gone.messages] == [first.id]

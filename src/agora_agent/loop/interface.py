@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
@@ -20,6 +20,9 @@ from agora_agent.streaming.sink import SinkWriter
 from agora_agent.tools.registry import ToolRegistry
 from agora_agent.tools.retry import TransientRetry
 from agora_agent.tools.spec import RolesPolicy
+
+if TYPE_CHECKING:
+    from agora_agent.loop.history import HistoryCache
 
 __all__ = [
     "ApprovalDecision",
@@ -69,6 +72,7 @@ class LoopDeps:
     max_delegation_depth: int = 3
     telemetry: Telemetry = field(default_factory=Telemetry)
     retrieval: InjectRetrieval | None = None  # inject mode: the `retrieve` step runs when set
+    history: HistoryCache | None = None  # threads' rendered history kept between runs (the service's)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -24,12 +24,13 @@ from typing import Any
 from agora_agent.agents import derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.governance.pricing import estimate_cost
 from agora_agent.governance.quota import Reservation, period_key
-from agora_agent.loop._state import RunState, now_utc, serialize_output
+from agora_agent.loop._state import RunState, now_utc
+from agora_agent.loop.history import load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
-from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition, ToolResult
+from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
-from agora_agent.stores.base import AgentStore, ModelStep, QuotaSettlement, ToolCallRecord, UsageRecord
+from agora_agent.stores.base import ModelStep, QuotaSettlement, UsageRecord
 from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
 
@@ -73,7 +74,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
             attachments=list(run.attachments) or None,
         ),
     )
-    thread_title, history = await hooks.step("load:thread", lambda: _load_history(store, run.thread_id))
+    thread_title, history = await hooks.step("load:thread", lambda: load_history(store, run.thread_id, deps.history))
     writer = await hooks.open_sink()
     state = RunState(
         deps=deps,
@@ -132,38 +133,6 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         ),
     )
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
-
-
-async def _load_history(store: AgentStore, thread_id: str) -> tuple[str, list[ModelMessage]]:
-    """The thread as model messages, each assistant tool call followed by its persisted result."""
-    loaded = await store.load_thread(thread_id)
-    thread, records = loaded.thread, loaded.messages
-    by_id = {(c.run_id, c.id): c for c in loaded.tool_calls}
-    history: list[ModelMessage] = []
-    for m in records:
-        if m.role == "user":
-            history.append(ModelMessage(role="user", content=m.content, attachments=tuple(m.attachments or ())))
-            continue
-        tool_calls = tuple(m.tool_calls or ())
-        history.append(ModelMessage(role="assistant", content=m.content, tool_calls=tool_calls))
-        if tool_calls:
-            results = []
-            for call in tool_calls:
-                row = by_id.get((m.run_id or "", call.id))
-                results.append(_result_from_row(call, row))
-            history.append(ModelMessage(role="tool", tool_results=tuple(results)))
-    return (thread.title if thread else ""), history
-
-
-def _result_from_row(call: ToolCall, row: ToolCallRecord | None) -> ToolResult:
-    if row is None or row.status in ("started", "pending_approval", "unknown_after_crash"):
-        return ToolResult(tool_call_id=call.id, name=call.name, content="no result was recorded", is_error=True)
-    if row.status in ("rejected", "expired"):
-        payload = {"rejected": True, "reason": row.error or "rejected by user"}
-        return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
-    if row.error is not None:
-        return ToolResult(tool_call_id=call.id, name=call.name, content=row.error, is_error=True)
-    return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(row.output))
 
 
 async def _offered_tools(state: RunState) -> list[ToolDefinition]:

@@ -216,11 +216,16 @@ class ModelStep:
 
 @dataclass(kw_only=True)
 class ThreadHistory:
-    """A thread as a run reads it: the record (None when unknown or deleted), its messages and tool calls."""
+    """A thread as a run reads it: the record (None when unknown or deleted), its messages and tool calls.
+
+    `complete` is False when only the messages after a known one were asked for (and found): then
+    `messages` is that tail and `tool_calls` the calls of its assistant messages.
+    """
 
     thread: ThreadRecord | None
     messages: list[MessageRecord]
     tool_calls: list[ToolCallRecord]
+    complete: bool = True
 
 
 class _Unset:
@@ -303,7 +308,7 @@ class AgentStore(Protocol):
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord: ...
 
-    async def load_thread(self, thread_id: str) -> ThreadHistory: ...
+    async def load_thread(self, thread_id: str, *, after: str | None = None) -> ThreadHistory: ...
 
     # tool calls
     async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None: ...

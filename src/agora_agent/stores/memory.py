@@ -300,14 +300,35 @@ class MemoryAgentStore:
         """The thread's messages, oldest first ([] for an unknown thread)."""
         return [_clone(m) for m in self._messages.get(thread_id) or []]
 
-    async def load_thread(self, thread_id: str) -> ThreadHistory:
-        """The thread (None when unknown or deleted), its messages and its tool calls, in one call."""
-        thread = self._live_thread(thread_id)
-        return ThreadHistory(
-            thread=_clone(thread) if thread is not None else None,
-            messages=await self.list_messages(thread_id),
-            tool_calls=await self.list_tool_calls(thread_id=thread_id),
-        )
+    async def load_thread(self, thread_id: str, *, after: str | None = None) -> ThreadHistory:
+        """The thread (None when unknown or deleted), its messages and its tool calls, in one call.
+
+        With `after` (a message id of the thread): only the messages after it and their tool calls
+        (`complete=False`); when that message is gone (truncated), everything.
+        """
+        live = self._live_thread(thread_id)
+        thread = _clone(live) if live is not None else None
+        messages = self._messages.get(thread_id) or []
+        start = None
+        if after is not None:
+            for i in range(len(messages) - 1, -1, -1):  # the kept message is near the end
+                if messages[i].id == after:
+                    start = i + 1
+                    break
+        if start is None:
+            return ThreadHistory(
+                thread=thread,
+                messages=[_clone(m) for m in messages],
+                tool_calls=await self.list_tool_calls(thread_id=thread_id),
+            )
+        tail = messages[start:]
+        calls = []
+        for m in tail:
+            for call in m.tool_calls or ():
+                record = self._tool_calls.get((m.run_id or "", call.id))
+                if record is not None:
+                    calls.append(_clone(record))
+        return ThreadHistory(thread=thread, messages=[_clone(m) for m in tail], tool_calls=calls, complete=False)
 
     # -- tool calls --
 

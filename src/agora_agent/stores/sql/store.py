@@ -71,6 +71,23 @@ _TOOL_CALLS_OF = (
     .order_by(tool_call.c.created_at, tool_call.c.seq)
 )
 _THREAD = sa.select(thread).where(*_live_thread)
+_ANCHOR_SEQ = (
+    sa.select(message.c.seq)
+    .where(message.c.thread_id == sa.bindparam("tid"), message.c.id == sa.bindparam("mid"))
+    .scalar_subquery()
+)
+_MESSAGES_FROM = (  # the anchor message and every later one; no row at all when the anchor is gone
+    sa.select(message)
+    .where(message.c.thread_id == sa.bindparam("tid"), message.c.seq >= _ANCHOR_SEQ)
+    .order_by(message.c.seq)
+)
+_TOOL_CALLS_OF_MESSAGES = (
+    sa.select(tool_call)
+    .where(
+        tool_call.c.thread_id == sa.bindparam("tid"), tool_call.c.message_id.in_(sa.bindparam("mids", expanding=True))
+    )
+    .order_by(tool_call.c.created_at, tool_call.c.seq)
+)
 _approval_table = approval  # `record_tool_call`'s parameter is called `approval`
 # Hot-path statements are built once: building one costs more than running it on SQLite, and a statement object
 # reused as is keeps its memoized cache key, so SQLAlchemy's compiled cache hits without re-walking it.
@@ -342,23 +359,35 @@ class SqlAgentStore:
         rows = await self._read(lambda conn: conn.execute(_MESSAGES_OF, {"tid": thread_id}).mappings().all())
         return [rec.message_record(r) for r in rows]
 
-    async def load_thread(self, thread_id: str) -> ThreadHistory:
-        """The thread, its messages and its tool calls, read in one transaction (a consistent snapshot)."""
+    async def load_thread(self, thread_id: str, *, after: str | None = None) -> ThreadHistory:
+        """The thread, its messages and its tool calls, read in one transaction (a consistent snapshot).
 
-        def work(conn: sa.Connection) -> tuple[Any, Sequence[sa.RowMapping], Sequence[sa.RowMapping]]:
-            params = {"tid": thread_id}
+        With `after` (a message id of the thread): only the later messages and their tool calls
+        (`complete=False`); when that message is gone (truncated), everything.
+        """
+
+        def work(conn: sa.Connection) -> tuple[Any, Sequence[sa.RowMapping], Sequence[sa.RowMapping], bool]:
+            params: dict[str, Any] = {"tid": thread_id}
             head = conn.execute(_THREAD, params).mappings().first()
-            return (
-                head,
-                conn.execute(_MESSAGES_OF, params).mappings().all(),
-                conn.execute(_TOOL_CALLS_OF, params).mappings().all(),
+            since = (
+                [] if after is None else conn.execute(_MESSAGES_FROM, {"tid": thread_id, "mid": after}).mappings().all()
             )
+            if not since or since[0]["id"] != after:
+                messages = conn.execute(_MESSAGES_OF, params).mappings().all()
+                return head, messages, conn.execute(_TOOL_CALLS_OF, params).mappings().all(), True
+            messages = since[1:]
+            asked = [m["id"] for m in messages if m["tool_calls"]]
+            if not asked:
+                return head, messages, [], False
+            calls = conn.execute(_TOOL_CALLS_OF_MESSAGES, {"tid": thread_id, "mids": asked}).mappings().all()
+            return head, messages, calls, False
 
-        head, messages, calls = await self._read(work)
+        head, messages, calls, complete = await self._read(work)
         return ThreadHistory(
             thread=None if head is None else rec.thread_record(head),
             messages=[rec.message_record(r) for r in messages],
             tool_calls=[rec.tool_call_record(r) for r in calls],
+            complete=complete,
         )
 
     # -- tool calls --

@@ -1,0 +1,107 @@
+"""A thread's history as the model sees it, kept between runs so a long thread costs what a short one does.
+
+Past turns never change: a message is written once, and a tool call's result once it is final. So the
+rendered prefix of a thread — every message up to the last one whose tool calls all have a final result —
+is kept per thread (`HistoryCache`), and the next run asks the store only for what came after it
+(`store.load_thread(thread_id, after=<last kept message id>)`). That is correct across processes (another
+worker's appends are simply "after"); a truncation that removes the kept message makes the store return the
+whole thread again, and the prefix is rebuilt. Calls still `started` or `pending_approval` are never kept:
+their rows change when they finish (or when recovery marks them), and they are rendered afresh each time.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agora_agent.loop._state import serialize_output
+from agora_agent.messages import ModelMessage, ToolCall, ToolResult
+from agora_agent.stores.base import AgentStore, MessageRecord, ToolCallRecord
+
+__all__ = ["HistoryCache", "load_history"]
+
+FINAL_STATUSES = frozenset({"executed", "failed", "rejected", "expired", "unknown_after_crash"})
+"""Tool-call statuses after which the row (and so the rendered result) no longer changes."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    anchor: str  # id of the last message of the kept prefix
+    prefix: tuple[ModelMessage, ...]
+
+
+class HistoryCache:
+    """The rendered, final prefix of recently used threads (least recently used evicted past `max_threads`)."""
+
+    def __init__(self, max_threads: int = 1024) -> None:
+        self.max_threads = max_threads
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+
+    def get(self, thread_id: str) -> _Kept | None:
+        kept = self._kept.get(thread_id)
+        if kept is not None:
+            self._kept.move_to_end(thread_id)
+        return kept
+
+    def put(self, thread_id: str, kept: _Kept) -> None:
+        self._kept[thread_id] = kept
+        self._kept.move_to_end(thread_id)
+        while len(self._kept) > self.max_threads:
+            self._kept.popitem(last=False)
+
+    def forget(self, thread_id: str) -> None:
+        self._kept.pop(thread_id, None)
+
+
+async def load_history(
+    store: AgentStore, thread_id: str, cache: HistoryCache | None = None
+) -> tuple[str, list[ModelMessage]]:
+    """The thread's title and its history as model messages (each tool call followed by its persisted result)."""
+    kept = cache.get(thread_id) if cache is not None else None
+    loaded = await store.load_thread(thread_id, after=kept.anchor if kept is not None else None)
+    base = kept.prefix if kept is not None and not loaded.complete else ()
+    rendered, stable, anchor = _render(loaded.messages, loaded.tool_calls)
+    if cache is not None:
+        if anchor is not None:
+            cache.put(thread_id, _Kept(anchor=anchor, prefix=(*base, *rendered[:stable])))
+        elif loaded.complete:
+            cache.forget(thread_id)
+    title = loaded.thread.title if loaded.thread is not None else ""
+    return title, [*base, *rendered]
+
+
+def _render(
+    records: Sequence[MessageRecord], calls: Sequence[ToolCallRecord]
+) -> tuple[list[ModelMessage], int, str | None]:
+    """Model messages for `records`, how many of them are final, and the id of the last final record."""
+    by_id = {(c.run_id, c.id): c for c in calls}
+    history: list[ModelMessage] = []
+    stable = 0
+    anchor: str | None = None
+    settled = True  # every record so far is final: the prefix may grow
+    for m in records:
+        if m.role == "user":
+            history.append(ModelMessage(role="user", content=m.content, attachments=tuple(m.attachments or ())))
+        else:
+            tool_calls = tuple(m.tool_calls or ())
+            history.append(ModelMessage(role="assistant", content=m.content, tool_calls=tool_calls))
+            if tool_calls:
+                rows = [by_id.get((m.run_id or "", call.id)) for call in tool_calls]
+                results = tuple(_result_from_row(call, row) for call, row in zip(tool_calls, rows, strict=True))
+                history.append(ModelMessage(role="tool", tool_results=results))
+                settled = settled and all(row is not None and row.status in FINAL_STATUSES for row in rows)
+        if settled:
+            stable, anchor = len(history), m.id
+    return history, stable, anchor
+
+
+def _result_from_row(call: ToolCall, row: ToolCallRecord | None) -> ToolResult:
+    if row is None or row.status in ("started", "pending_approval", "unknown_after_crash"):
+        return ToolResult(tool_call_id=call.id, name=call.name, content="no result was recorded", is_error=True)
+    if row.status in ("rejected", "expired"):
+        payload = {"rejected": True, "reason": row.error or "rejected by user"}
+        return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
+    if row.error is not None:
+        return ToolResult(tool_call_id=call.id, name=call.name, content=row.error, is_error=True)
+    return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(row.output))
