@@ -40,6 +40,8 @@ from agora_agent.governance.queries import (
     run_summary,
     usage_row_cost,
 )
+from agora_agent.rag.inject import RETRIEVE_TOOL
+from agora_agent.rag.stats import RETRIEVAL_WINDOW, RetrievalStats, summarize_retrievals
 from agora_agent.stores.base import MessageRecord, RunRecord, ToolCallRecord, UsageRecord
 from agora_agent.stores.memory import MemoryAgentStore
 
@@ -285,6 +287,17 @@ class MemoryGovernanceQueries:
             for (name, kind), items in groups.items()
         ]
         return sorted(result, key=lambda r: (-r.calls, r.tool_name, r.tool_type))
+
+    async def retrieval_stats(self, from_day: date | None = None, to_day: date | None = None) -> RetrievalStats:
+        """The RAG panel's figures over the newest `RETRIEVAL_WINDOW` inject-mode retrievals in the range."""
+        start, end = day_bounds(from_day, to_day)
+        rows = [
+            tc
+            for tc in self._store.all_tool_calls()
+            if tc.tool_name == RETRIEVE_TOOL and tc.message_id is None and _in_range(tc.created_at, start, end)
+        ]
+        rows.sort(key=lambda tc: tc.created_at, reverse=True)
+        return summarize_retrievals((tc.created_at, tc.output) for tc in rows[:RETRIEVAL_WINDOW])
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
         """GQ-10: outcomes of runs started in the range, by agent (runs desc, unnamed first, name asc), by day."""

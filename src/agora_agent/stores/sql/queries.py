@@ -49,6 +49,8 @@ from agora_agent.governance.queries import (
     run_summary,
 )
 from agora_agent.messages import Usage
+from agora_agent.rag.inject import RETRIEVE_TOOL
+from agora_agent.rag.stats import RETRIEVAL_WINDOW, RetrievalStats, summarize_retrievals
 from agora_agent.stores.sql.records import run_record
 from agora_agent.stores.sql.tables import (
     MICROS_PER_DAY,
@@ -400,6 +402,17 @@ class SqlGovernanceQueries:
         ]
         result.sort(key=lambda r: (-r.calls, r.tool_name, r.tool_type))
         return result
+
+    async def retrieval_stats(self, from_day: date | None = None, to_day: date | None = None) -> RetrievalStats:
+        """The RAG panel's figures over the newest `RETRIEVAL_WINDOW` inject-mode retrievals in the range."""
+        tc = tool_call.c
+        stmt = (
+            sa.select(tc.created_at, tc.output)
+            .where(tc.tool_name == RETRIEVE_TOOL, tc.message_id.is_(None), *_in_range(tc.created_at, from_day, to_day))
+            .order_by(tc.created_at.desc())
+            .limit(RETRIEVAL_WINDOW)
+        )
+        return summarize_retrievals((r["created_at"], r["output"]) for r in await self._rows(stmt))
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
         """GQ-10: on started_at. Rates are 0 without runs; durations average settled runs only."""

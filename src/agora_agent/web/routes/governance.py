@@ -44,6 +44,7 @@ from agora_agent.governance.queries import (
     UsageTrendPoint,
     clamp_limit,
 )
+from agora_agent.rag.stats import RetrievalStats
 from agora_agent.service import AgentService
 from agora_agent.web.access import require_gate
 from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
@@ -292,6 +293,16 @@ async def reliability(service: ServiceDep, from_: FromQ = None, to: ToQ = None) 
     return JSONResponse((await _queries(service).run_reliability(from_, to)).model_dump(by_alias=True, mode="json"))
 
 
+async def rag_stats(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+    """Inject-mode retrievals: count, zero-hit rate, mean passages, per-day trend (OBS-09; both days optional).
+    501 when the configured governance queries do not provide them."""
+    method = getattr(_queries(service), "retrieval_stats", None)
+    if method is None:
+        return JSONResponse({"error": "this governance adapter does not support retrieval stats"}, status_code=501)
+    stats: RetrievalStats = await method(from_, to)
+    return JSONResponse(stats.model_dump(by_alias=True, mode="json"))
+
+
 async def list_prices(service: ServiceDep) -> JSONResponse:
     """The current price of each model (cache rates omitted when unset)."""
     prices = [
@@ -334,6 +345,7 @@ _GATED_READS: tuple[tuple[str, Any, Any], ...] = (
     ("/approvals/pending", list[PendingApprovalRowOut], pending_approvals),
     ("/tools/stats", list[PerToolStatRow], tool_stats),
     ("/reliability", RunReliability, reliability),
+    ("/rag/stats", RetrievalStats, rag_stats),
 )
 
 
@@ -352,7 +364,8 @@ def add_routes(router: APIRouter, config: AgentConfig) -> None:
     gated_deps = [Depends(gate)]
     responses = error_responses(403, 404, 422)
     for path, model, endpoint in _GATED_READS:
-        extra: dict[int | str, dict[str, Any]] = {501: {"model": ErrorBody}} if endpoint is thread_detail else {}
+        optional = endpoint in (thread_detail, rag_stats)
+        extra: dict[int | str, dict[str, Any]] = {501: {"model": ErrorBody}} if optional else {}
         router.get(
             "/governance" + path,
             response_model=model,

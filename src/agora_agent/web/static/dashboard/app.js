@@ -3,11 +3,12 @@
 import { h, clear, prettyJson } from "./common/dom.js";
 import { apiError } from "./common/sse.js";
 import { donut, legend, comboChart, barChart } from "./common/charts.js";
+import { ragPanel } from "./rag.js";
 import { formatUsd, formatCount, formatPercent, formatDuration, formatModelLabel, formatTimestamp, shortId } from "./common/format.js";
 
 // The API base is injected by the server (DASH-05); else derived by stripping /dashboard from the URL.
 const BASE = (window.__AGENT_DASHBOARD_BASE__ || location.pathname.replace(/\/dashboard(\/.*)?$/, "")).replace(/\/+$/, "");
-const PANELS = ["overview", "runs", "threads", "tools", "approvals", "toolstats", "reliability", "quota", "pricing"];
+const PANELS = ["overview", "runs", "threads", "tools", "approvals", "toolstats", "reliability", "quota", "pricing", "rag"];
 const root = document.getElementById("panel");
 
 // ---------------------------------------------------------------- API client (DASH-09)
@@ -652,7 +653,7 @@ async function pricing() {
 
 // ---------------------------------------------------------------- routing (DASH-19)
 
-const VIEWS = { overview, runs, threads, tools, approvals, toolstats, reliability, quota, pricing };
+const VIEWS = { overview, runs, threads, tools, approvals, toolstats, reliability, quota, pricing, rag: () => ragPanel({ get, h, head, stat, section, table, barChart, legend, formatCount, formatPercent, range, rangePicker, render }) };
 let renderSeq = 0;
 
 async function render() {
