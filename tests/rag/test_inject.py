@@ -241,3 +241,18 @@ async def test_a_rerun_step_writes_the_audit_row_once() -> None:
     again = await _retrieve_and_record(retrieval, store, run)  # crash after the write, before the checkpoint
     assert first == again
     assert len(await store.list_tool_calls(run_id="r")) == 1
+
+
+async def test_a_retrieved_event_carries_counts_not_text() -> None:
+    from agora_agent.observability.events import Retrieved
+
+    events: list[Any] = []
+    store = await corpus.load()
+    service, _ = await service_with(EmbeddingRetriever(HashingEmbedder(64), store), on_event=events.append)
+    try:
+        started = await service.chat(corpus.ACME_MEMBER, "refunds card")
+        await service.wait_for_run(started.run_id)
+    finally:
+        await service.close()
+    (event,) = [e for e in events if isinstance(e, Retrieved)]
+    assert (event.run_id, event.count, event.query_length, event.source) == (started.run_id, 3, 12, "inject")

@@ -86,7 +86,14 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
         system = await retrieve_into_system(
-            deps.retrieval, store=store, run=run, hooks=hooks, writer=writer, system=system
+            deps.retrieval,
+            store=store,
+            run=run,
+            hooks=hooks,
+            writer=writer,
+            system=system,
+            telemetry=deps.telemetry,
+            agent=agent.name,
         )
     if deps.pricing is not None:
         pricing = deps.pricing

@@ -26,6 +26,7 @@ from agora_agent.streaming.frames import ToolFrame
 
 if TYPE_CHECKING:
     from agora_agent.loop.interface import LoopHooks, RunInput
+    from agora_agent.observability.telemetry import Telemetry
     from agora_agent.streaming.sink import SinkWriter
 
 __all__ = [
@@ -138,10 +139,13 @@ async def retrieve_into_system(
     hooks: LoopHooks,
     writer: SinkWriter,
     system: str,
+    telemetry: Telemetry | None = None,
+    agent: str | None = None,
 ) -> str:
     """Run the `retrieve` step and return the system prompt with the context block appended.
 
-    The stream gets one `tool` frame (name `retrieve`, status `executed`) carrying chunk ids and scores only.
+    The stream gets one `tool` frame (name `retrieve`, status `executed`) carrying chunk ids and scores only,
+    and `telemetry` one `Retrieved` event (lengths and counts).
     """
     step: Callable[[], Awaitable[tuple[Passage, ...]]] = lambda: _retrieve_and_record(retrieval, store, run)  # noqa: E731
     passages = await hooks.step(RETRIEVE_STEP, step)
@@ -155,4 +159,6 @@ async def retrieve_into_system(
             output=audit_output(passages),
         )
     )
+    if telemetry is not None:
+        await telemetry.retrieved(run, agent, query_length=len(run.user_text), count=len(passages), source="inject")
     return system + context_block(passages)
