@@ -15,9 +15,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The demo needs the core and the OpenAI adapter (for AGORA_MODEL / an OpenAI-compatible server), not the dev tools.
+# The demo needs the core, the OpenAI adapter (for AGORA_MODEL / an OpenAI-compatible server) and the rag extra
+# (its help centre lives in the SQLite vector store), not the dev tools.
 $(DEMO_STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[openai]'
+	$(BIN)/python -m pip install -q -e '.[openai,rag]'
 	touch $(DEMO_STAMP)
 
 lint: $(STAMP)

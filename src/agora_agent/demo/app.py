@@ -24,6 +24,7 @@ from starlette.responses import RedirectResponse, Response
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition, Persona
 from agora_agent.config import AgentConfig
+from agora_agent.demo.helpcentre import HelpCentre
 from agora_agent.demo.model import DEMO_MODEL_ID, DemoModel
 from agora_agent.demo.shop import create_shop
 from agora_agent.demo.tools import shop_tools
@@ -31,6 +32,7 @@ from agora_agent.demo.users import DemoIdentity
 from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.quota import Budget
 from agora_agent.models.base import ModelProvider
+from agora_agent.rag import knowledge_tool
 from agora_agent.service import AgentService
 from agora_agent.tools.sql import GroupTableAccessPolicy, TenantScope, sql_tool
 from agora_agent.web import agent_router
@@ -53,7 +55,8 @@ DEMO_PRICES = (
 SUPPORT_PROMPT = (
     "You are the support assistant of a small online shop. Use the tools to answer: show_orders, lookup_order, "
     "sales_chart, query_shop (read-only SQL over customers, products, orders) and refund_order (needs approval). "
-    "Hand data questions to the analyst with ask_analyst. Never invent orders or numbers."
+    "Hand data questions to the analyst with ask_analyst. Never invent orders or numbers. Answer policy questions "
+    "from the retrieved help-centre context (cite it by its bracket number); search_help searches it again."
 )
 ANALYST_PROMPT = (
     "You are the shop's data analyst. Answer questions about sales with query_shop (SQLite SQL over the "
@@ -66,6 +69,8 @@ SUGGESTIONS = (
     "Chart sales",
     "Ask the analyst which product sells best",
     "How many customers do we have",
+    "How long do refunds take?",
+    "What is the escalation code for urgent tickets?",
     "Tell me a long story",
 )
 
@@ -80,6 +85,7 @@ class DemoSetup:
     shop_path: Path
     model_label: str
     demo_model: bool
+    help_centre: HelpCentre
 
 
 def _shop_path(db_path: Path) -> Path:
@@ -123,7 +129,16 @@ def build_demo(
         label = f"Model: {getattr(model, 'model_id', None) or type(model).__name__}"
 
     identity = DemoIdentity()
-    tools: list[object] = [*shop_tools(shop_engine), *_sql_tools(shop_engine)]
+    # The help centre lives in the agent store's own SQLite file (the embedded default for retrieval).
+    help_centre = HelpCentre(db)
+    search_help = knowledge_tool(
+        help_centre.retriever,
+        name="search_help",
+        description="Search the shop's help centre (returns, shipping, invoices, accounts …); your tenant's "
+        "private documents are included, other tenants' never are.",
+        top_k=3,
+    )
+    tools: list[object] = [*shop_tools(shop_engine), *_sql_tools(shop_engine), search_help]
     default = AgentDefinition(
         name="default",
         system_prompt=SUPPORT_PROMPT,
@@ -155,6 +170,8 @@ def build_demo(
         else None,
         governance_authorize=_is_admin,
         actor_resolver=identity.resolver,
+        retriever=help_centre.retriever,  # inject mode: the default access filter (tenant + roles) applies
+        retrieval_top_k=3,
         debug=True,  # the demo shows real error messages (never do this in production)
     )
     return DemoSetup(
@@ -164,6 +181,7 @@ def build_demo(
         shop_path=shop_path,
         model_label=label,
         demo_model=is_demo,
+        help_centre=help_centre,
     )
 
 
@@ -204,6 +222,8 @@ def create_demo_app(db_path: str | Path = ".agora/demo.db", **options: Any) -> F
                 "Set AGORA_MODEL=openai:gpt-4o-mini (with OPENAI_API_KEY) to use a real model."
             )
         async with service:
+            chunks = await setup.help_centre.load()
+            logger.info("agora-agent demo: help centre loaded (%d chunks, %s store)", chunks, setup.help_centre.kind)
             if service.pricing is not None:
                 priced = {p.model_id for p in await service.pricing.list_current_prices()}
                 for price in DEMO_PRICES:
@@ -213,6 +233,7 @@ def create_demo_app(db_path: str | Path = ".agora/demo.db", **options: Any) -> F
                 yield
             finally:
                 await setup.shop_engine.dispose()
+                await setup.help_centre.close()
 
     app = FastAPI(title="agora-agent demo", lifespan=lifespan)
     app.state.agent_service = service

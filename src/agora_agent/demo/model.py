@@ -13,6 +13,8 @@ without an API key or a network. Its text streams word by word, like a real mode
 | "chart sales [by day]"                     | `sales_chart` (presents a Chart)              |
 | "ask the analyst <question>"               | `ask_analyst` (delegates to the analyst)      |
 | "sql: SELECT …", "how many customers", "which product sells best", "revenue" | `query_shop` (governed SQL) |
+| "search help for <words>"                  | `search_help` (the help centre, access-filtered) |
+| a question ("how …?", "what …?")           | answers from the injected help-centre context |
 | "tell me a long story"                     | a long streamed answer (try reloading mid-way)|
 | "simulate a failure"                       | raises `ModelError` (the run fails)           |
 """
@@ -55,6 +57,13 @@ _REFUND = re.compile(r"\brefund\b\D*?(\d{3,6})")
 _ORDER = re.compile(r"\border\s*#?\s*(\d{3,6})")
 _ANALYST = re.compile(r"^\s*(?:please\s+)?ask\s+(?:the\s+)?analyst\b[\s,:]*(.*)$", re.IGNORECASE | re.DOTALL)
 _SQL = re.compile(r"^\s*sql\s*:\s*(.+)$", re.IGNORECASE | re.DOTALL)
+_SEARCH_HELP = re.compile(
+    r"^\s*search\s+(?:the\s+)?help(?:\s+cent(?:re|er))?\s*(?:for\b)?[\s:]*(.*)$", re.IGNORECASE | re.DOTALL
+)
+_QUESTION = re.compile(r"^(how|what|when|where|why|which|who|can|do|does|is|are|should)\b|.*\?$", re.DOTALL)
+_CONTEXT_ITEM = re.compile(
+    r"^\[1\] (?:\((?P<source>[^)]*)\) )?(?P<text>.*?)(?=\n\n\[2\] |\n</retrieved_context>)", re.S | re.M
+)
 
 _BEST_SELLERS = (
     "SELECT p.name AS product, SUM(o.quantity) AS units, ROUND(SUM(o.total), 2) AS revenue "
@@ -84,14 +93,14 @@ class DemoModel:
         if last.role == "tool":
             text = _summarise(last.tool_results)
         else:
-            text, calls = self._plan(last.content, offered)
+            text, calls = self._plan(last.content, offered, request.system)
         for word in _words(text):
             await on_text(word)
             if self.word_delay:
                 await asyncio.sleep(self.word_delay)
         return ModelTurn(text=text, tool_calls=tuple(calls), usage=_usage(request, text, calls), model_id=self.model_id)
 
-    def _plan(self, message: str, offered: set[str]) -> tuple[str, list[ToolCall]]:
+    def _plan(self, message: str, offered: set[str], system: str = "") -> tuple[str, list[ToolCall]]:
         lowered = message.lower().strip()
         if "simulate a failure" in lowered:
             raise ModelError("the demo model was asked to simulate a failure (this run fails on purpose)")
@@ -126,6 +135,11 @@ class DemoModel:
         if match := _ORDER.search(lowered):
             order_id = int(match.group(1))
             return _call(offered, "lookup_order", {"order_id": order_id}, f"Looking up order {order_id}.")
+        if match := _SEARCH_HELP.match(message):
+            query = match.group(1).strip() or message
+            return _call(offered, "search_help", {"query": query}, "Searching the help centre.")
+        if _QUESTION.match(lowered) and (answer := _from_context(system)):
+            return answer, []
         if "order" in lowered:
             status = next((s for s in ("refunded", "shipped", "paid") if s in lowered), None)
             args: dict[str, Any] = {"status": status} if status else {}
@@ -133,6 +147,17 @@ class DemoModel:
         if "long" in lowered or "story" in lowered:
             return LONG_STORY, []
         return HELP, []
+
+
+def _from_context(system: str) -> str | None:
+    """Inject mode: answer with the first passage of the retrieved context, citing it (None without one)."""
+    if "<retrieved_context>" not in system:
+        return None
+    match = _CONTEXT_ITEM.search(system.split("<retrieved_context>\n", 1)[1])
+    if match is None:
+        return None
+    source = f" ({match.group('source')})" if match.group("source") else ""
+    return f"From the help centre{source}: {match.group('text').strip()} [1]"
 
 
 def _call(offered: set[str], name: str, args: dict[str, Any], preface: str) -> tuple[str, list[ToolCall]]:
@@ -181,6 +206,13 @@ def _summary(result: ToolResult) -> str:
         shown = "; ".join(", ".join(f"{k} {v}" for k, v in row.items()) for row in rows[:5])
         return (
             f"The query returned {data.get('rowCount', data.get('row_count', len(rows)))} row(s): {shown or 'nothing'}."
+        )
+    if result.name == "search_help" and isinstance(data, dict):
+        passages = data.get("passages") or []
+        if not passages:
+            return "The help centre has nothing on that."
+        return "The help centre says: " + " ".join(
+            f"[{n}] {p.get('text', '')} ({p.get('source', p.get('id'))})" for n, p in enumerate(passages[:2], 1)
         )
     if result.name.startswith("ask_"):
         answer = data.get("text") if isinstance(data, dict) else data
