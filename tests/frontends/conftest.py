@@ -7,17 +7,17 @@ Without Node and npm these tests skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
-import pytest_asyncio
 from pydantic import BaseModel
 
 from agora_agent import ActionTool, AgentConfig, AgentDefinition, ToolContext, tool
@@ -25,7 +25,7 @@ from agora_agent.actors import HeaderActorResolver
 from agora_agent.messages import ModelRequest
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
 from agora_agent.web import create_app
-from tests.web.conftest import serve
+from tests.web.conftest import serve_in_thread
 
 HERE = Path(__file__).resolve().parent
 NODE_TIMEOUT = 60
@@ -62,25 +62,18 @@ def node() -> str:
     return node_bin
 
 
-async def run_node(node_bin: str, script: str, plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """Run one driver script with `plan`; returns its snapshots (one per step)."""
-    proc = await asyncio.create_subprocess_exec(
-        node_bin,
-        str(HERE / script),
-        json.dumps(plan),
+def run_node(node_bin: str, script: str, plan: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Run one driver script with `plan`; returns its snapshots by scenario name."""
+    done = subprocess.run(
+        [node_bin, str(HERE / script), json.dumps(plan)],
         cwd=HERE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        capture_output=True,
+        timeout=NODE_TIMEOUT,
+        check=False,
         env={**os.environ, "SUPPRESS_TRANSFORMATION_WARNINGS": "true"},
     )
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), NODE_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise
-    assert proc.returncode == 0, f"node {script} exited {proc.returncode}:\n{err.decode()[-3000:]}"
-    result: list[dict[str, Any]] = json.loads(out)
+    assert done.returncode == 0, f"node {script} exited {done.returncode}:\n{done.stderr.decode()[-3000:]}"
+    result: dict[str, list[dict[str, Any]]] = json.loads(done.stdout)
     return result
 
 
@@ -132,9 +125,9 @@ def script(request: ModelRequest, turn_index: int) -> ScriptedTurn:
     usd = 0.0015
     if "refund" in text:
         if step == 0:
-            call = ToolCallRequest(
-                name="refund_order", input={"order_id": 1, "amount": 2.5}, id=f"refund-{len(request.messages)}"
-            )
+            order = re.search(r"order (\d+)", text)
+            args = {"order_id": int(order.group(1)) if order else 1, "amount": 2.5}
+            call = ToolCallRequest(name="refund_order", input=args, id=f"refund-{len(request.messages)}")
             return ScriptedTurn(text="Checking. ", tool_calls=[call], cost_usd=usd)
         result = request.messages[-1].tool_results[0]
         return ScriptedTurn(text="Refund not done." if result.is_error else "Refund done.", cost_usd=usd)
@@ -163,10 +156,10 @@ ALICE = hdr("alice")
 BOB = hdr("bob")
 
 
-@pytest_asyncio.fixture
-async def app_url() -> AsyncIterator[tuple[str, Any]]:
-    """A live app (uvicorn, 127.0.0.1, free port) with the scripted model; yields (base URL, service)."""
-    REFUNDS.clear()
+@pytest.fixture(scope="module")
+def app_url() -> Iterator[str]:
+    """A live app (uvicorn in its own thread, 127.0.0.1, a free port) with the scripted model, shared by a
+    module's scenarios (each uses its own chat); yields the base URL."""
     analyst = AgentDefinition(name="analyst", system_prompt="You analyse sales.", tools=())
     config = AgentConfig(
         model=FakeModel(script),
@@ -174,34 +167,20 @@ async def app_url() -> AsyncIterator[tuple[str, Any]]:
         tools=[lookup_order, show_chart, RefundOrder],
         default_agent=AgentDefinition(delegates_to=("analyst",)),
         agents=[analyst],
+        dashboard=False,
     )
-    app = create_app(config)
-    async with serve(app) as url:
-        yield url, app.state.agent_service
+    with serve_in_thread(create_app(config)) as url:
+        yield url
 
 
-NodeRunner = Callable[[str, dict[str, Any]], Any]
+def refunds(order_id: int) -> list[tuple[int, float, str]]:
+    """The refunds executed for one order (each scenario refunds its own order number)."""
+    return [r for r in REFUNDS if r[0] == order_id]
 
 
-@pytest.fixture
-def ai_sdk(node: str, app_url: tuple[str, Any]) -> Callable[..., Any]:
-    """`await ai_sdk(steps, chat_id=..., headers=...)` -> snapshots from the AI SDK driver."""
-    url = app_url[0]
-
-    async def go(steps: list[dict[str, Any]], *, chat_id: str, headers: dict[str, str] | None = None) -> Any:
-        plan = {"api": f"{url}/agent/ai-sdk/chat", "chatId": chat_id, "headers": headers or ALICE, "steps": steps}
-        return await run_node(node, "ai_sdk.mjs", plan)
-
-    return go
-
-
-@pytest.fixture
-def agui(node: str, app_url: tuple[str, Any]) -> Callable[..., Any]:
-    """`await agui(steps, thread_id=..., headers=...)` -> snapshots from the AG-UI driver."""
-    url = app_url[0]
-
-    async def go(steps: list[dict[str, Any]], *, thread_id: str, headers: dict[str, str] | None = None) -> Any:
-        plan = {"url": f"{url}/agent/ag-ui", "threadId": thread_id, "headers": headers or ALICE, "steps": steps}
-        return await run_node(node, "agui.mjs", plan)
-
-    return go
+def thread_detail(url: str, thread_id: str, headers: dict[str, str] = ALICE) -> dict[str, Any]:
+    """GET {prefix}/threads/{id}: the messages and the tool-call audit rows, as the owner sees them."""
+    response = httpx2.get(f"{url}/agent/threads/{thread_id}", headers=headers, timeout=10)
+    assert response.status_code == 200, response.text
+    detail: dict[str, Any] = response.json()
+    return detail

@@ -1,14 +1,58 @@
 """The AG-UI client (`@ag-ui/client` 1.0 HttpAgent: runAgent, interrupts + buildResumeArray, connectAgent)
 against `POST /agent/ag-ui` on a live app. The client validates event order itself, so a run it
-accepts is a well-formed AG-UI stream."""
+accepts is a well-formed AG-UI stream.
+
+One Node process plays every scenario in order (each with a fresh HttpAgent, i.e. a new page); the
+tests below read its snapshots and check the server's side through the public thread route."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx2
+import pytest
 
-from tests.frontends.conftest import ALICE, BOB, REFUNDS
+from tests.frontends.conftest import ALICE, BOB, refunds, run_node, thread_detail
+
+
+def thread(
+    name: str, steps: list[dict[str, Any]], headers: dict[str, str] = ALICE, thread_id: str | None = None
+) -> Any:
+    return {"name": name, "threadId": thread_id or f"t-{name}", "headers": headers, "steps": steps}
+
+
+def forge(scenario: str, **payload: Any) -> dict[str, Any]:
+    return {"forge_from": {"scenario": scenario, "step": 0, "payload": {"approved": True, **payload}}}
+
+
+SCENARIOS = [
+    thread("text", [{"send": "hello"}]),
+    thread("read", [{"send": "lookup order 7"}]),
+    thread("approve", [{"send": "refund order 21"}, {"resume": {"approved": True}}]),
+    thread("deny", [{"send": "refund order 22"}, {"resume": {"approved": False, "reason": "no"}}]),
+    thread("cancel", [{"send": "refund order 23"}, {"cancel": True}]),
+    thread("chart", [{"send": "chart of sales"}]),
+    thread("agent", [{"send": "ask the analyst"}]),
+    thread("error", [{"send": "boom"}]),
+    thread("park", [{"send": "refund order 24"}]),
+    thread("connect", [{"connect": True}], thread_id="t-park"),
+    thread("connect-bob", [{"connect": True}], headers=BOB, thread_id="t-park"),
+    thread("victim", [{"send": "refund order 25"}]),
+    thread("forge-same-thread", [forge("victim")], headers=BOB, thread_id="t-victim"),
+    thread("forge-own-thread", [forge("victim")], headers=BOB),
+    thread("forge-arguments", [forge("victim", arguments={"order_id": 25, "amount": 999})], thread_id="t-victim"),
+    thread(
+        "edit",
+        [{"send": "refund order 26"}, {"edit_args": {"order_id": 26, "amount": 999}}, {"resume": {"approved": True}}],
+    ),
+    thread("twice", [{"send": "refund order 27"}, {"resume": {"approved": True}}]),
+    thread("twice-again", [forge("twice")], thread_id="t-twice"),
+]
+
+
+@pytest.fixture(scope="module")
+def runs(node: str, app_url: str) -> dict[str, list[dict[str, Any]]]:
+    return run_node(node, "agui.mjs", {"url": f"{app_url}/agent/ag-ui", "scenarios": SCENARIOS})
 
 
 def types(snap: dict[str, Any]) -> list[str]:
@@ -16,9 +60,8 @@ def types(snap: dict[str, Any]) -> list[str]:
 
 
 def assistant_text(snap: dict[str, Any]) -> str:
-    return "".join(
-        m.get("content") or "" for m in snap["messages"] if m["role"] == "assistant" and "subagentRunId" not in m
-    )
+    mine = [m for m in snap["messages"] if m["role"] == "assistant" and "subagentRunId" not in m]
+    return "".join(m.get("content") or "" for m in mine)
 
 
 def custom(snap: dict[str, Any], name: str) -> list[Any]:
@@ -30,8 +73,27 @@ def finished(snap: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-async def test_text_run(agui: Any, app_url: Any) -> None:
-    [snap] = await agui([{"send": "hello"}], thread_id="t-text")
+def interrupt_of(snap: dict[str, Any]) -> dict[str, Any]:
+    outcome = finished(snap)["outcome"]
+    assert outcome["type"] == "interrupt"
+    [interrupt] = outcome["interrupts"]
+    return interrupt
+
+
+def call_row(url: str, snap: dict[str, Any]) -> dict[str, Any]:
+    """The audit row of the run's parked call, from GET /threads/{id}."""
+    interrupt = interrupt_of(snap)
+    [ours] = custom(snap, "agora.run")
+    detail = thread_detail(url, ours["threadId"])
+    return next(t for t in detail["toolCalls"] if t["toolCallId"] == interrupt["toolCallId"])
+
+
+def tool_results(snap: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in snap["messages"] if m["role"] == "tool"]
+
+
+def test_text_run(runs: Any, app_url: str) -> None:
+    [snap] = runs["text"]
     assert snap["error"] is None
     assert types(snap)[:2] == ["RUN_STARTED", "CUSTOM"] and types(snap)[-1] == "RUN_FINISHED"
     assert assistant_text(snap) == "Hello there, friend."
@@ -40,12 +102,15 @@ async def test_text_run(agui: Any, app_url: Any) -> None:
     assert finished(snap)["usage"][0]["outputTokens"] == len("Hello there, friend.")
     assert finished(snap).get("outcome", {"type": "success"})["type"] == "success"
     [ours] = custom(snap, "agora.run")
-    run = await app_url[1].get_run(ours["runId"])
-    assert run.actor_ref == "alice" and run.thread_id == ours["threadId"] != "t-text"
+    assert ours["threadId"] != "t-text"  # the client's thread id maps onto ours
+    assert [m["content"] for m in thread_detail(app_url, ours["threadId"])["messages"]] == [
+        "hello",
+        "Hello there, friend.",
+    ]
 
 
-async def test_read_tool_call_and_result(agui: Any) -> None:
-    [snap] = await agui([{"send": "lookup order 7"}], thread_id="t-read")
+def test_read_tool_call_and_result(runs: Any) -> None:
+    [snap] = runs["read"]
     assert snap["error"] is None
     [call] = [c for m in snap["messages"] for c in m.get("toolCalls") or []]
     assert call["function"]["name"] == "lookup_order" and call["function"]["arguments"] == '{"order_id":7}'
@@ -54,109 +119,90 @@ async def test_read_tool_call_and_result(agui: Any) -> None:
     assert assistant_text(snap) == "Order 7 has shipped."
 
 
-async def test_interrupt_then_resume_approves(agui: Any, app_url: Any) -> None:
-    parked, resumed = await agui([{"send": "refund order 1"}, {"resume": {"approved": True}}], thread_id="t-ok")
-    outcome = finished(parked)["outcome"]
-    assert outcome["type"] == "interrupt"
-    [interrupt] = outcome["interrupts"]
+def test_interrupt_then_resume_approves(runs: Any, app_url: str) -> None:
+    parked, resumed = runs["approve"]
+    interrupt = interrupt_of(parked)
     assert interrupt["reason"] == "tool_approval" and interrupt["toolCallId"].startswith("refund-")
     assert interrupt["responseSchema"]["required"] == ["approved"]
+    assert interrupt["metadata"]["input"] == {"order_id": 21, "amount": 2.5}
     assert parked["pendingInterrupts"][0]["id"] == interrupt["id"]
     assert resumed["error"] is None and resumed["pendingInterrupts"] == []
-    results = [m for m in resumed["messages"] if m["role"] == "tool"]
-    assert [r["content"] for r in results] == ['{"refunded":1,"amount":2.5}']
+    assert tool_results(resumed) == ['{"refunded":21,"amount":2.5}']
     assert assistant_text(resumed) == "Checking. Refund done."
-    assert REFUNDS == [(1, 2.5, "alice")]
-    row = await app_url[1].store.get_tool_call(interrupt["metadata"]["runId"], interrupt["toolCallId"])
-    assert row.status == "executed" and row.decided_by == "alice"
+    row = call_row(app_url, parked)
+    assert row["status"] == "executed" and row["decidedBy"] == "alice"
+    assert refunds(21) == [(21, 2.5, "alice")]
 
 
-async def test_resume_with_denial_and_cancel(agui: Any) -> None:
-    _, denied = await agui(
-        [{"send": "refund order 1"}, {"resume": {"approved": False, "reason": "no"}}], thread_id="t-deny"
-    )
+def test_resume_with_denial_and_cancel(runs: Any, app_url: str) -> None:
+    denied = runs["deny"][1]
     assert denied["error"] is None
-    [result] = [m for m in denied["messages"] if m["role"] == "tool"]
-    assert '"rejected":true' in result["content"] and '"reason":"no"' in result["content"]
+    [result] = tool_results(denied)
+    assert '"rejected":true' in result and '"reason":"no"' in result
     assert assistant_text(denied).endswith("Refund not done.")
-    _, cancelled = await agui([{"send": "refund order 1"}, {"cancel": True}], thread_id="t-cancel")
-    assert cancelled["error"] is None
-    [result] = [m for m in cancelled["messages"] if m["role"] == "tool"]
-    assert "cancelled by the user" in result["content"]
-    assert REFUNDS == []
+    assert call_row(app_url, runs["deny"][0])["status"] == "rejected"
+    cancelled = runs["cancel"][1]
+    assert cancelled["error"] is None and "cancelled by the user" in tool_results(cancelled)[0]
+    assert refunds(22) == refunds(23) == []
 
 
-async def test_component_is_a_custom_event(agui: Any) -> None:
-    [snap] = await agui([{"send": "chart of sales"}], thread_id="t-chart")
+def test_component_is_a_custom_event(runs: Any) -> None:
+    [snap] = runs["chart"]
     assert custom(snap, "agora.component") == [{"name": "chart", "data": {"metric": "sales", "points": [1, 2, 3]}}]
 
 
-async def test_sub_agent_events(agui: Any) -> None:
-    [snap] = await agui([{"send": "ask the analyst"}], thread_id="t-agent")
+def test_sub_agent_events(runs: Any) -> None:
+    [snap] = runs["agent"]
     assert snap["error"] is None
     started = [e for e in snap["events"] if e["type"] == "SUBAGENT_STARTED"]
     assert [e["name"] for e in started] == ["analyst"]
     sub = started[0]["subagentRunId"]
     assert started[0]["parentToolCallId"]
-    text = "".join(
-        e["delta"] for e in snap["events"] if e["type"] == "TEXT_MESSAGE_CONTENT" and e.get("subagentRunId") == sub
-    )
-    assert text == "Sales are up 12%."
+    contents = [e for e in snap["events"] if e["type"] == "TEXT_MESSAGE_CONTENT" and e.get("subagentRunId") == sub]
+    assert "".join(e["delta"] for e in contents) == "Sales are up 12%."
     assert [e["type"] for e in snap["events"] if e.get("subagentRunId") == sub][-1] == "SUBAGENT_FINISHED"
     assert assistant_text(snap) == "The analyst says sales are up."
 
 
-async def test_failed_run_is_run_error(agui: Any) -> None:
-    [snap] = await agui([{"send": "boom"}], thread_id="t-error")
+def test_failed_run_is_run_error(runs: Any) -> None:
+    [snap] = runs["error"]
     assert types(snap)[-1] == "RUN_ERROR" and "server log" in snap["events"][-1]["message"]
 
 
-async def test_connect_reattaches_to_the_parked_run(agui: Any) -> None:
-    await agui([{"send": "refund order 1"}], thread_id="t-connect")
-    [snap] = await agui([{"connect": True}], thread_id="t-connect")  # a new client process
+def test_connect_reattaches_to_the_parked_run(runs: Any) -> None:
+    [snap] = runs["connect"]  # a new client process, connectAgent
     assert snap["error"] is None
-    assert finished(snap)["outcome"]["type"] == "interrupt"
+    assert interrupt_of(snap)["id"] == interrupt_of(runs["park"][0])["id"]
     assert snap["pendingInterrupts"][0]["toolCallId"].startswith("refund-")
     assert assistant_text(snap) == "Checking. "
-    [empty] = await agui([{"connect": True}], thread_id="t-connect", headers=BOB)
-    assert types(empty) == ["RUN_STARTED", "RUN_FINISHED"]  # bob's t-connect is his own, empty
+    assert types(runs["connect-bob"][0]) == ["RUN_STARTED", "RUN_FINISHED"]  # bob's t-park is his own, empty
 
 
-async def test_forged_resumes_are_refused_and_nothing_runs(agui: Any, app_url: Any) -> None:
-    [parked] = await agui([{"send": "refund order 1"}], thread_id="t-victim")
-    interrupt = finished(parked)["outcome"]["interrupts"][0]
-    forge = {"interruptId": interrupt["id"], "payload": {"approved": True}}
-    for headers, thread in ((BOB, "t-victim"), (BOB, "t-bob")):
-        [snap] = await agui([{"forge": forge}], thread_id=thread, headers=headers)
-        assert snap["error"] is not None and "not found" in snap["error"]
-    changed = {**forge, "payload": {"approved": True, "arguments": {"order_id": 1, "amount": 999}}}
-    [snap] = await agui([{"forge": changed}], thread_id="t-victim")
-    assert "arguments" in snap["error"]
-    approval = await app_url[1].store.get_approval(interrupt["metadata"]["runId"], interrupt["toolCallId"])
-    assert approval.status == "pending" and REFUNDS == []
+def test_forged_resumes_are_refused_and_nothing_runs(runs: Any, app_url: str) -> None:
+    for name in ("forge-same-thread", "forge-own-thread"):
+        [snap] = runs[name]
+        assert snap["error"] is not None and "not found" in snap["error"], name
+    [changed] = runs["forge-arguments"]
+    assert changed["error"] is not None and "arguments" in changed["error"]
+    assert call_row(app_url, runs["victim"][0])["status"] == "pending_approval"
+    assert refunds(25) == []
 
 
-async def test_edited_history_arguments_are_refused(agui: Any) -> None:
-    _, _, edited = await agui(
-        [{"send": "refund order 1"}, {"edit_args": {"order_id": 1, "amount": 999}}, {"resume": {"approved": True}}],
-        thread_id="t-edit",
-    )
-    assert edited["error"] is not None and "arguments" in edited["error"]
-    assert REFUNDS == []
+def test_edited_history_arguments_are_refused(runs: Any, app_url: str) -> None:
+    refused = runs["edit"][2]
+    assert refused["error"] is not None and "arguments" in refused["error"]
+    assert call_row(app_url, runs["edit"][0])["status"] == "pending_approval"
+    assert refunds(26) == []
 
 
-async def test_second_decision_is_refused(agui: Any) -> None:
-    parked, _ = await agui([{"send": "refund order 1"}, {"resume": {"approved": True}}], thread_id="t-twice")
-    interrupt = finished(parked)["outcome"]["interrupts"][0]
-    [again] = await agui(
-        [{"forge": {"interruptId": interrupt["id"], "payload": {"approved": True}}}], thread_id="t-twice"
-    )
+def test_second_decision_is_refused(runs: Any) -> None:
+    [again] = runs["twice-again"]
     assert again["error"] is not None and "already approved" in again["error"]
-    assert REFUNDS == [(1, 2.5, "alice")]
+    assert refunds(27) == [(27, 2.5, "alice")]
 
 
-async def test_governance_answers_are_json(app_url: Any) -> None:
-    url = f"{app_url[0]}/agent/ag-ui"
+def test_governance_answers_are_json(app_url: str) -> None:
+    url = f"{app_url}/agent/ag-ui"
     body = {
         "threadId": "t-http",
         "runId": "r1",
@@ -166,16 +212,17 @@ async def test_governance_answers_are_json(app_url: Any) -> None:
         "state": {},
         "forwardedProps": {},
     }
-    async with httpx2.AsyncClient(timeout=10) as client:
-        ok = await client.post(url, json=body, headers=ALICE)
+    with httpx2.Client(timeout=10) as client:
+        ok = client.post(url, json=body, headers=ALICE)
         assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/event-stream")
-        assert (await client.post(url, json=body)).json() == {"error": "unauthorized"}
-        assert (
-            await client.post(url, json={**body, "forwardedProps": {"agent": "x"}}, headers=ALICE)
-        ).status_code == 404
-        bad = await client.post(url, json={"threadId": "t-http"}, headers=ALICE)
+        assert client.post(url, json=body).json() == {"error": "unauthorized"}
+        unknown_agent = {**body, "forwardedProps": {"agent": "x"}}
+        assert client.post(url, json=unknown_agent, headers=ALICE).status_code == 404
+        bad = client.post(url, json={"threadId": "t-http"}, headers=ALICE)
         assert bad.status_code == 422 and "error" in bad.json()
         last_is_assistant = {**body, "messages": [{"id": "a1", "role": "assistant", "content": "x"}]}
-        assert (await client.post(url, json=last_is_assistant, headers=ALICE)).status_code == 422
-        theirs = await client.post(url, json={**body, "threadId": ok.headers["x-agent-thread-id"]}, headers=BOB)
+        assert client.post(url, json=last_is_assistant, headers=ALICE).status_code == 422
+        theirs = client.post(url, json={**body, "threadId": ok.headers["x-agent-thread-id"]}, headers=BOB)
         assert theirs.status_code == 403 and theirs.json() == {"error": "forbidden"}
+        bad_resume = {**body, "resume": [{"interruptId": "nope", "status": "resolved", "payload": {}}]}
+        assert client.post(url, json=bad_resume, headers=ALICE).status_code == 422

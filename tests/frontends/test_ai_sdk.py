@@ -1,13 +1,50 @@
 """The AI SDK's own client (`ai` 6: DefaultChatTransport, readUIMessageStream, AbstractChat with
-addToolApprovalResponse) against `POST /agent/ai-sdk/chat` on a live app."""
+addToolApprovalResponse) against `POST /agent/ai-sdk/chat` on a live app.
+
+One Node process plays every scenario in order (each with a fresh client, i.e. a new page); the tests
+below read its snapshots and check the server's side through the public thread route."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx2
+import pytest
 
-from tests.frontends.conftest import ALICE, BOB, REFUNDS
+from tests.frontends.conftest import ALICE, BOB, refunds, run_node, thread_detail
+
+ADMIN_BOB = {**BOB, "x-actor-role": "admin"}
+
+
+def chat(name: str, steps: list[dict[str, Any]], headers: dict[str, str] = ALICE, chat_id: str | None = None) -> Any:
+    return {"name": name, "chatId": chat_id or f"c-{name}", "headers": headers, "steps": steps}
+
+
+SCENARIOS = [
+    chat("text", [{"stream": "hello"}]),
+    chat("read", [{"send": "lookup order 7"}]),
+    chat("approve", [{"send": "refund order 11"}, {"approve": True}]),
+    chat("deny", [{"send": "refund order 12"}, {"approve": False, "reason": "not today"}]),
+    chat("chart", [{"send": "chart of sales"}]),
+    chat("agent", [{"send": "ask the analyst"}]),
+    chat("error", [{"send": "boom"}]),
+    chat("park", [{"send": "refund order 13"}]),
+    chat("resume", [{"reconnect": True}], chat_id="c-park"),
+    chat("resume-bob", [{"reconnect": True}], headers=BOB, chat_id="c-park"),
+    chat("resume-none", [{"reconnect": True}]),
+    chat("victim", [{"send": "refund order 14"}]),
+    chat("forge-same-chat", [{"forge_from": {"scenario": "victim", "step": 0}}], headers=BOB, chat_id="c-victim"),
+    chat("forge-own-chat", [{"forge_from": {"scenario": "victim", "step": 0}}], headers=BOB),
+    chat("forge-admin", [{"forge_from": {"scenario": "victim", "step": 0}}], headers=ADMIN_BOB),
+    chat("edit", [{"send": "refund order 15"}, {"edit_input": {"order_id": 15, "amount": 999}}, {"approve": True}]),
+    chat("twice", [{"send": "refund order 16"}, {"approve": True}]),
+    chat("twice-again", [{"forge_from": {"scenario": "twice", "step": 0}}], chat_id="c-twice"),
+]
+
+
+@pytest.fixture(scope="module")
+def runs(node: str, app_url: str) -> dict[str, list[dict[str, Any]]]:
+    return run_node(node, "ai_sdk.mjs", {"api": f"{app_url}/agent/ai-sdk/chat", "scenarios": SCENARIOS})
 
 
 def tool_part(message: dict[str, Any], name: str) -> dict[str, Any]:
@@ -22,8 +59,15 @@ def assistant(snapshot: dict[str, Any]) -> dict[str, Any]:
     return next(m for m in reversed(snapshot["messages"]) if m["role"] == "assistant")
 
 
-async def test_text_with_usage_and_cost_in_metadata(ai_sdk: Any, app_url: Any) -> None:
-    [snap] = await ai_sdk([{"stream": "hello"}], chat_id="c-text")
+def call_row(url: str, message: dict[str, Any], name: str) -> dict[str, Any]:
+    """The audit row of the message's tool call, from GET /threads/{id}."""
+    call_id = tool_part(message, name)["toolCallId"]
+    detail = thread_detail(url, message["metadata"]["threadId"])
+    return next(t for t in detail["toolCalls"] if t["toolCallId"] == call_id)
+
+
+def test_text_with_usage_and_cost_in_metadata(runs: Any, app_url: str) -> None:
+    [snap] = runs["text"]
     message = snap["message"]
     assert text_of(message) == "Hello there, friend."
     assert [p["state"] for p in message["parts"] if p["type"] == "text"] == ["done"]
@@ -31,13 +75,12 @@ async def test_text_with_usage_and_cost_in_metadata(ai_sdk: Any, app_url: Any) -
     assert meta["status"] == "completed" and meta["costUsd"] == 0.0015
     assert meta["usage"]["outputTokens"] == len("Hello there, friend.")
     assert message["id"] == meta["runId"]
-    service = app_url[1]
-    run = await service.get_run(meta["runId"])
-    assert run.thread_id == meta["threadId"] and run.actor_ref == "alice"
+    detail = thread_detail(app_url, meta["threadId"])
+    assert [m["content"] for m in detail["messages"]] == ["hello", "Hello there, friend."]
 
 
-async def test_read_tool_output(ai_sdk: Any) -> None:
-    [snap] = await ai_sdk([{"send": "lookup order 7"}], chat_id="c-read")
+def test_read_tool_output(runs: Any) -> None:
+    [snap] = runs["read"]
     assert snap["status"] == "ready" and snap["error"] is None
     message = assistant(snap)
     part = tool_part(message, "lookup_order")
@@ -47,125 +90,99 @@ async def test_read_tool_output(ai_sdk: Any) -> None:
     assert text_of(message) == "Order 7 has shipped."
 
 
-async def test_action_parks_then_client_approval_executes_it(ai_sdk: Any, app_url: Any) -> None:
-    parked, approved = await ai_sdk([{"send": "refund order 1"}, {"approve": True}], chat_id="c-approve")
+def test_action_parks_then_client_approval_executes_it(runs: Any, app_url: str) -> None:
+    parked, approved = runs["approve"]
     part = tool_part(assistant(parked), "refund_order")
-    assert part["state"] == "approval-requested" and part["input"] == {"order_id": 1, "amount": 2.5}
+    assert part["state"] == "approval-requested" and part["input"] == {"order_id": 11, "amount": 2.5}
     assert assistant(parked)["metadata"]["status"] == "awaiting_approval"
-    assert REFUNDS == [(1, 2.5, "alice")]
     message = assistant(approved)
-    assert len([m for m in approved["messages"] if m["role"] == "assistant"]) == 1  # the same message goes on
+    assert [m["role"] for m in approved["messages"]] == ["user", "assistant"]  # the same message went on
     part = tool_part(message, "refund_order")
-    assert part["state"] == "output-available" and part["output"] == {"refunded": 1, "amount": 2.5}
+    assert part["state"] == "output-available" and part["output"] == {"refunded": 11, "amount": 2.5}
     assert text_of(message) == "Checking. Refund done."
     assert message["metadata"]["status"] == "completed"
-    service = app_url[1]
-    row = await service.store.get_tool_call(message["id"], part["toolCallId"])
-    assert row.status == "executed" and row.decided_by == "alice"
+    row = call_row(app_url, message, "refund_order")
+    assert row["status"] == "executed" and row["decidedBy"] == "alice"
+    assert refunds(11) == [(11, 2.5, "alice")]
 
 
-async def test_denial_streams_output_denied_and_nothing_runs(ai_sdk: Any, app_url: Any) -> None:
-    _, denied = await ai_sdk([{"send": "refund order 1"}, {"approve": False, "reason": "not today"}], chat_id="c-deny")
-    message = assistant(denied)
-    part = tool_part(message, "refund_order")
-    assert part["state"] == "output-denied"
+def test_denial_streams_output_denied_and_nothing_runs(runs: Any, app_url: str) -> None:
+    message = assistant(runs["deny"][1])
+    assert tool_part(message, "refund_order")["state"] == "output-denied"
     assert text_of(message) == "Checking. Refund not done."
-    assert REFUNDS == []
-    row = await app_url[1].store.get_tool_call(message["id"], part["toolCallId"])
-    assert row.status == "rejected" and row.error == "not today" and row.decided_by == "alice"
+    row = call_row(app_url, message, "refund_order")
+    assert row["status"] == "rejected" and row["error"] == "not today" and row["decidedBy"] == "alice"
+    assert refunds(12) == []
 
 
-async def test_component_is_a_data_part(ai_sdk: Any) -> None:
-    [snap] = await ai_sdk([{"send": "chart of sales"}], chat_id="c-chart")
-    message = assistant(snap)
+def test_component_is_a_data_part(runs: Any) -> None:
+    message = assistant(runs["chart"][0])
     [chart] = [p for p in message["parts"] if p["type"] == "data-chart"]
     assert chart["data"] == {"metric": "sales", "points": [1, 2, 3]}
     assert tool_part(message, "show_chart")["state"] == "output-available"
     assert text_of(message) == "Here is the chart."
 
 
-async def test_sub_agent_text_is_one_growing_data_part(ai_sdk: Any) -> None:
-    [snap] = await ai_sdk([{"send": "ask the analyst"}], chat_id="c-agent")
-    message = assistant(snap)
+def test_sub_agent_text_is_one_growing_data_part(runs: Any) -> None:
+    message = assistant(runs["agent"][0])
     [agent] = [p for p in message["parts"] if p["type"] == "data-agent"]
     assert agent["data"] == {"agent": "analyst", "text": "Sales are up 12%."}
     assert tool_part(message, "ask_analyst")["output"] == {"text": "Sales are up 12%."}
     assert text_of(message) == "The analyst says sales are up."
 
 
-async def test_failed_run_is_an_error_chunk(ai_sdk: Any) -> None:
-    [snap] = await ai_sdk([{"send": "boom"}], chat_id="c-error")
+def test_failed_run_is_an_error_chunk(runs: Any) -> None:
+    [snap] = runs["error"]
     assert snap["status"] == "error"
     assert "server log" in snap["error"]  # a non-agora exception's text stays in the log (not debug)
 
 
-async def test_reattach_replays_the_parked_run_then_204_when_done(ai_sdk: Any) -> None:
-    await ai_sdk([{"send": "refund order 1"}], chat_id="c-resume")
-    # A fresh page (a new client process) re-attaches with the AI SDK's reconnectToStream.
-    [resumed] = await ai_sdk([{"reconnect": True}], chat_id="c-resume")
-    part = tool_part(resumed["message"], "refund_order")
-    assert part["state"] == "approval-requested"
+def test_reattach_replays_the_parked_run(runs: Any) -> None:
+    [resumed] = runs["resume"]  # a fresh page re-attaches with the AI SDK's reconnectToStream
+    assert tool_part(resumed["message"], "refund_order")["state"] == "approval-requested"
     assert text_of(resumed["message"]) == "Checking. "
-    [other] = await ai_sdk([{"reconnect": True}], chat_id="c-resume", headers=BOB)
-    assert other["message"] is None  # bob's "c-resume" is his own (empty) chat, never alice's
-    [nothing] = await ai_sdk([{"reconnect": True}], chat_id="c-never-used")
-    assert nothing["message"] is None and nothing.get("thrown") is None
+    assert resumed["message"]["id"] == assistant(runs["park"][0])["id"]
+    assert runs["resume-bob"][0]["message"] is None  # bob's "c-park" is his own (empty) chat, never alice's
+    assert runs["resume-none"][0]["message"] is None and "thrown" not in runs["resume-none"][0]
 
 
-async def test_forged_approval_for_another_users_call_is_refused(ai_sdk: Any, app_url: Any) -> None:
-    [parked] = await ai_sdk([{"send": "refund order 1"}], chat_id="c-victim")
-    part = tool_part(assistant(parked), "refund_order")
-    forge = {
-        "approvalId": part["approval"]["id"],
-        "toolCallId": part["toolCallId"],
-        "toolName": "refund_order",
-        "input": part["input"],
-    }
-    for headers, chat in ((BOB, "c-victim"), (BOB, "c-bob"), ({**BOB, "x-actor-role": "admin"}, "c-bob")):
-        [snap] = await ai_sdk([{"forge": forge}], chat_id=chat, headers=headers)
-        assert snap["status"] == "error" and '"error"' in snap["error"] and "not found" in snap["error"]
-    approval = await app_url[1].store.get_approval(assistant(parked)["id"], part["toolCallId"])
-    assert approval.status == "pending" and REFUNDS == []
+def test_forged_approval_for_another_users_call_is_refused(runs: Any, app_url: str) -> None:
+    for name in ("forge-same-chat", "forge-own-chat", "forge-admin"):
+        [snap] = runs[name]
+        assert snap["status"] == "error", name
+        assert '"error"' in snap["error"] and "not found" in snap["error"], snap["error"]
+    message = assistant(runs["victim"][0])
+    assert call_row(app_url, message, "refund_order")["status"] == "pending_approval"
+    assert refunds(14) == []
 
 
-async def test_changed_argument_is_refused(ai_sdk: Any, app_url: Any) -> None:
-    parked, _, snap = await ai_sdk(
-        [{"send": "refund order 1"}, {"edit_input": {"order_id": 1, "amount": 999}}, {"approve": True}],
-        chat_id="c-edit",
-    )
-    assert snap["status"] == "error" and "arguments" in snap["error"]
-    message = assistant(parked)
-    approval = await app_url[1].store.get_approval(message["id"], tool_part(message, "refund_order")["toolCallId"])
-    assert approval.status == "pending" and REFUNDS == []
+def test_changed_argument_is_refused(runs: Any, app_url: str) -> None:
+    parked, _, refused = runs["edit"]
+    assert refused["status"] == "error" and "arguments" in refused["error"]
+    assert call_row(app_url, assistant(parked), "refund_order")["status"] == "pending_approval"
+    assert refunds(15) == []
 
 
-async def test_second_decision_is_refused(ai_sdk: Any, app_url: Any) -> None:
-    parked, _ = await ai_sdk([{"send": "refund order 1"}, {"approve": True}], chat_id="c-twice")
-    part = tool_part(assistant(parked), "refund_order")
-    forge = {
-        "approvalId": part["approval"]["id"],
-        "toolCallId": part["toolCallId"],
-        "toolName": "refund_order",
-        "input": part["input"],
-    }
-    [again] = await ai_sdk([{"forge": forge}], chat_id="c-twice")
+def test_second_decision_is_refused(runs: Any) -> None:
+    [again] = runs["twice-again"]
     assert again["status"] == "error" and "already approved" in again["error"]
-    assert REFUNDS == [(1, 2.5, "alice")]  # executed once
+    assert refunds(16) == [(16, 2.5, "alice")]  # executed once
 
 
-async def test_governance_answers_are_json_before_any_stream(app_url: Any) -> None:
-    url = f"{app_url[0]}/agent/ai-sdk/chat"
+def test_governance_answers_are_json_before_any_stream(app_url: str) -> None:
+    url = f"{app_url}/agent/ai-sdk/chat"
     body = {"id": "c-http", "messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
-    async with httpx2.AsyncClient(timeout=10) as client:
-        ok = await client.post(url, json=body, headers=ALICE)
+    with httpx2.Client(timeout=10) as client:
+        ok = client.post(url, json=body, headers=ALICE)
         assert ok.status_code == 200 and ok.headers["x-vercel-ai-ui-message-stream"] == "v1"
         assert ok.text.rstrip().endswith("data: [DONE]")
-        assert (await client.post(url, json=body)).json() == {"error": "unauthorized"}
-        assert (await client.post(url, json={**body, "agent": "nope"}, headers=ALICE)).status_code == 404
-        bad = await client.post(url, json={"id": "c-http", "messages": []}, headers=ALICE)
+        assert client.post(url, json=body).json() == {"error": "unauthorized"}
+        assert client.post(url, json={**body, "agent": "nope"}, headers=ALICE).status_code == 404
+        bad = client.post(url, json={"id": "c-http", "messages": []}, headers=ALICE)
         assert bad.status_code == 422 and "error" in bad.json()
-        thread_id = ok.headers["x-agent-thread-id"]
-        theirs = await client.post(url, json={**body, "id": thread_id}, headers=BOB)
+        regenerate = client.post(url, json={**body, "trigger": "regenerate-message"}, headers=ALICE)
+        assert regenerate.status_code == 422
+        theirs = client.post(url, json={**body, "id": ok.headers["x-agent-thread-id"]}, headers=BOB)
         assert theirs.status_code == 403 and theirs.json() == {"error": "forbidden"}
-        resumed = await client.get(f"{url}/c-http/stream", headers=ALICE)
-        assert resumed.status_code == 204
+        assert client.get(f"{url}/c-http/stream", headers=ALICE).status_code == 204
+        assert client.get(f"{url}/c-http/stream", headers=ALICE | {"Last-Event-ID": "x"}).status_code == 422
