@@ -13,6 +13,8 @@
 //   {edit_input: {...}}                 change the pending tool part's input in the client's history
 //   {stream: "text"}                    DefaultChatTransport.sendMessages + readUIMessageStream (no Chat)
 //   {reconnect: true}                   DefaultChatTransport.reconnectToStream + readUIMessageStream
+//   {load: true}                        the chat's history from GET {api}/{chatId}/messages as the Chat's
+//                                       initial messages (what a page does after a reload)
 import {
   AbstractChat,
   DefaultChatTransport,
@@ -121,6 +123,10 @@ async function scenario({ chatId, headers, steps }) {
           abortSignal: undefined,
         });
         extra = { message: await readAll(stream) };
+      } else if (step.load !== undefined) {
+        const response = await fetch(`${plan.api}/${encodeURIComponent(chatId)}/messages`, { headers });
+        if (!response.ok) throw new Error(await response.text());
+        chat.messages = await response.json();
       } else if (step.reconnect !== undefined) {
         const stream = await transport.reconnectToStream({ chatId });
         extra = { message: stream ? await readAll(stream) : null };

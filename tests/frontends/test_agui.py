@@ -37,6 +37,7 @@ SCENARIOS = [
     thread("park", [{"send": "refund order 24"}]),
     thread("connect", [{"connect": True}], thread_id="t-park"),
     thread("connect-bob", [{"connect": True}], headers=BOB, thread_id="t-park"),
+    thread("history", [{"connect": True}], thread_id="t-read"),
     thread("victim", [{"send": "refund order 25"}]),
     thread("forge-same-thread", [forge("victim")], headers=BOB, thread_id="t-victim"),
     thread("forge-own-thread", [forge("victim")], headers=BOB),
@@ -175,7 +176,24 @@ def test_connect_reattaches_to_the_parked_run(runs: Any) -> None:
     assert interrupt_of(snap)["id"] == interrupt_of(runs["park"][0])["id"]
     assert snap["pendingInterrupts"][0]["toolCallId"].startswith("refund-")
     assert assistant_text(snap) == "Checking. "
-    assert types(runs["connect-bob"][0]) == ["RUN_STARTED", "RUN_FINISHED"]  # bob's t-park is his own, empty
+    # The history comes from our store (MESSAGES_SNAPSHOT), the run in flight from its replay.
+    assert [(m["role"], m.get("content")) for m in snap["messages"]] == [
+        ("user", "refund order 24"),
+        ("assistant", "Checking. "),
+    ]
+    bob = runs["connect-bob"][0]  # bob's t-park is his own, empty
+    assert types(bob) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"] and bob["messages"] == []
+
+
+def test_connect_without_a_run_in_flight_sends_the_stored_history(runs: Any) -> None:
+    [snap] = runs["history"]  # a new page for the finished "lookup" thread
+    assert snap["error"] is None
+    assert types(snap) == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
+    assert [m["role"] for m in snap["messages"]] == ["user", "assistant", "tool", "assistant"]
+    [call] = snap["messages"][1]["toolCalls"]
+    assert call["function"] == {"name": "lookup_order", "arguments": '{"order_id":7}'}
+    assert snap["messages"][2]["content"] == '{"order_id":7,"status":"shipped"}'
+    assert snap["messages"][3]["content"] == "Order 7 has shipped."
 
 
 def test_forged_resumes_are_refused_and_nothing_runs(runs: Any, app_url: str) -> None:

@@ -32,6 +32,9 @@ SCENARIOS = [
     chat("resume", [{"reconnect": True}], chat_id="c-park"),
     chat("resume-bob", [{"reconnect": True}], headers=BOB, chat_id="c-park"),
     chat("resume-none", [{"reconnect": True}]),
+    chat("park2", [{"send": "refund order 17"}]),
+    chat("reload", [{"load": True}, {"approve": True}], chat_id="c-park2"),
+    chat("reload-bob", [{"load": True}], headers=BOB, chat_id="c-park2"),
     chat("victim", [{"send": "refund order 14"}]),
     chat("forge-same-chat", [{"forge_from": {"scenario": "victim", "step": 0}}], headers=BOB, chat_id="c-victim"),
     chat("forge-own-chat", [{"forge_from": {"scenario": "victim", "step": 0}}], headers=BOB),
@@ -144,6 +147,21 @@ def test_reattach_replays_the_parked_run(runs: Any) -> None:
     assert resumed["message"]["id"] == assistant(runs["park"][0])["id"]
     assert runs["resume-bob"][0]["message"] is None  # bob's "c-park" is his own (empty) chat, never alice's
     assert runs["resume-none"][0]["message"] is None and "thrown" not in runs["resume-none"][0]
+
+
+def test_reloaded_history_comes_from_our_store_and_its_approval_works(runs: Any, app_url: str) -> None:
+    loaded, approved = runs["reload"]
+    assert [m["role"] for m in loaded["messages"]] == ["user", "assistant"]
+    parked = assistant(runs["park2"][0])
+    history = assistant(loaded)
+    assert history["id"] == parked["id"] and text_of(history) == "Checking. "
+    assert tool_part(history, "refund_order")["state"] == "approval-requested"
+    assert tool_part(history, "refund_order")["approval"] == tool_part(parked, "refund_order")["approval"]
+    message = assistant(approved)
+    assert tool_part(message, "refund_order")["state"] == "output-available"
+    assert text_of(message) == "Checking. Refund done."
+    assert refunds(17) == [(17, 2.5, "alice")]
+    assert runs["reload-bob"][0]["messages"] == []  # bob's "c-park2" is his own, empty
 
 
 def test_forged_approval_for_another_users_call_is_refused(runs: Any, app_url: str) -> None:

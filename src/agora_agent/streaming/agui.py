@@ -23,7 +23,7 @@ Every event that completes a frame carries that frame's SSE `id:`.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ag_ui.core import (
@@ -77,6 +77,7 @@ class AGUIEncoder:
 
     `thread_id`/`run_id` are the client's (`RunAgentInput`); `agora_run_id`/`agora_thread_id` ours.
     `known_tool_calls` were announced in an earlier response (a resumed run), so only results follow.
+    `preamble` events go right after RUN_STARTED (a re-attach sends the stored history as MESSAGES_SNAPSHOT).
     """
 
     media_type = "text/event-stream"
@@ -91,7 +92,9 @@ class AGUIEncoder:
         agora_run_id: str,
         agora_thread_id: str,
         known_tool_calls: Collection[str] = (),
+        preamble: Sequence[BaseEvent] = (),
     ) -> None:
+        self._preamble = list(preamble)
         self._thread_id = thread_id
         self._run_id = run_id
         self._agora_run_id = agora_run_id
@@ -111,6 +114,7 @@ class AGUIEncoder:
         ours = {"runId": self._agora_run_id, "threadId": self._agora_thread_id}
         return [
             _sse(RunStartedEvent(thread_id=self._thread_id, run_id=self._run_id)),
+            *(_sse(e) for e in self._preamble),
             _sse(CustomEvent(name="agora.run", value=ours)),
         ]
 

@@ -20,12 +20,22 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from ag_ui.core import RunAgentInput
+from ag_ui.core import (
+    AssistantMessage,
+    FunctionCall,
+    MessagesSnapshotEvent,
+    RunAgentInput,
+    ToolMessage,
+    UserMessage,
+)
+from ag_ui.core import ToolCall as AguiToolCall
 from fastapi import APIRouter, Depends, Header, Request
+from pydantic_core import to_jsonable_python
 from starlette.responses import Response
 
 from agora_agent.actors import Actor
 from agora_agent.errors import InvalidRequestError
+from agora_agent.stores.base import MessageRecord, ToolCallRecord
 from agora_agent.streaming.agui import AGUIEncoder
 from agora_agent.web.client_protocols import (
     NO_ARGUMENTS,
@@ -41,7 +51,7 @@ from agora_agent.web.deps import ContextDep, ServiceDep, error_responses
 from agora_agent.web.route_class import resolves_own_identity
 from agora_agent.web.routes.chat import parse_last_event_id
 
-__all__ = ["add_routes", "agui_connect", "agui_identity", "agui_run"]
+__all__ = ["add_routes", "agui_connect", "agui_identity", "agui_messages", "agui_run"]
 
 _SSE_200: dict[str, Any] = {
     "content": {"text/event-stream": {"schema": {"type": "string"}}},
@@ -159,24 +169,79 @@ async def agui_connect(
         Header(alias="Last-Event-ID", description="Resume after this frame id; replay the run without it."),
     ] = None,
 ) -> Response:
-    """Replay the thread's run in flight (after `Last-Event-ID` when given) and follow it; a thread with
-    nothing in flight answers an empty run (RUN_STARTED, RUN_FINISHED)."""
+    """The thread's history from our store (MESSAGES_SNAPSHOT), then its run in flight replayed (after
+    `Last-Event-ID` when given) and followed; with nothing in flight the run ends after the snapshot."""
     service = context.service
     after = parse_last_event_id(last_event_id)
     target = await map_thread(service, actor, body.thread_id, request)
     run = await active_run(service, target)
+    detail = await service.get_thread(target.thread_id) if target.thread_id else None
+    history = agui_messages(detail.messages, detail.tool_calls, live_run=run.id if run else None) if detail else []
+    snapshot = MessagesSnapshotEvent(messages=history)
     if run is None:
-        empty = AGUIEncoder(thread_id=body.thread_id, run_id=body.run_id, agora_run_id="", agora_thread_id=target.id)
+        empty = AGUIEncoder(
+            thread_id=body.thread_id,
+            run_id=body.run_id,
+            agora_run_id="",
+            agora_thread_id=target.id,
+            preamble=[snapshot],
+        )
         return Response(
-            b"".join([*empty.start()[:1], *empty.finish(None)]),
+            b"".join([*empty.start()[:2], *empty.finish(None)]),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )
     encoder = AGUIEncoder(
-        thread_id=body.thread_id, run_id=body.run_id, agora_run_id=run.id, agora_thread_id=run.thread_id
+        thread_id=body.thread_id,
+        run_id=body.run_id,
+        agora_run_id=run.id,
+        agora_thread_id=run.thread_id,
+        preamble=[snapshot],
     )
     events = await service.subscribe(run.id, after=after)
     return stream_response(service, encoder, run.id, run.thread_id, events, ping_seconds=context.ping_seconds)
+
+
+def _result(row: ToolCallRecord) -> str | None:
+    if row.status == "executed":
+        return row.output if isinstance(row.output, str) else _json(row.output)
+    if row.status in ("rejected", "expired"):
+        return _json({"rejected": True, "status": row.status, "reason": row.error})
+    if row.status in ("failed", "unknown_after_crash"):
+        return _json({"error": row.error or row.status})
+    return None  # started or pending: no result yet
+
+
+def agui_messages(
+    messages: list[MessageRecord], calls: list[ToolCallRecord], *, live_run: str | None
+) -> list[AssistantMessage | ToolMessage | UserMessage]:
+    """Our stored thread as AG-UI messages (tool results after the call that asked for them). The run
+    in flight's assistant messages are left out: its replay follows the snapshot."""
+    rows = {(c.run_id, c.id): c for c in calls}
+    out: list[AssistantMessage | ToolMessage | UserMessage] = []
+    for m in messages:
+        if m.role == "user":
+            out.append(UserMessage(id=m.id, role="user", content=m.content))
+            continue
+        if live_run is not None and m.run_id == live_run:
+            continue
+        tool_calls = [
+            AguiToolCall(id=c.id, type="function", function=FunctionCall(name=c.name, arguments=_json(c.input)))
+            for c in m.tool_calls or ()
+        ]
+        out.append(
+            AssistantMessage(id=m.id, role="assistant", content=m.content or None, tool_calls=tool_calls or None)
+        )
+        for c in m.tool_calls or ():
+            row = rows.get((m.run_id or "", c.id))
+            content = _result(row) if row is not None else None
+            if content is not None:
+                out.append(ToolMessage(id=f"{c.id}-result", role="tool", content=content, tool_call_id=c.id))
+    return out
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=to_jsonable_python)
 
 
 def _decisions(body: RunAgentInput) -> list[ClientDecision]:

@@ -1,5 +1,6 @@
-"""The AI SDK routes: `POST {prefix}/ai-sdk/chat` (what `useChat` / `DefaultChatTransport` send) and
-`GET {prefix}/ai-sdk/chat/{chat_id}/stream` (its `resume: true` re-attach).
+"""The AI SDK routes: `POST {prefix}/ai-sdk/chat` (what `useChat` / `DefaultChatTransport` send),
+`GET {prefix}/ai-sdk/chat/{chat_id}/stream` (its `resume: true` re-attach) and
+`GET {prefix}/ai-sdk/chat/{chat_id}/messages` (the history from our store, for `useChat({messages})`).
 
 The body is the AI SDK's chat request (`{id, messages, trigger, messageId}` plus `agent`, `persona`,
 `pageContext` from the transport's `body` option). `id` names the chat (mapped onto our thread, see
@@ -25,6 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from agora_agent.errors import InvalidRequestError
+from agora_agent.messages import ToolCall
+from agora_agent.stores.base import MessageRecord, ToolCallRecord
+from agora_agent.streaming.encoding import approval_id
 from agora_agent.streaming.ui_message_stream import UIMessageStreamEncoder
 from agora_agent.web.client_protocols import (
     ClientDecision,
@@ -38,7 +42,16 @@ from agora_agent.web.deps import ActorDep, ContextDep, error_responses
 from agora_agent.web.route_class import resolves_own_identity
 from agora_agent.web.routes.chat import ChatIdentity, chat_identity, parse_last_event_id
 
-__all__ = ["AISDKChatRequest", "UIMessage", "UIMessagePart", "add_routes", "ai_sdk_chat", "ai_sdk_resume"]
+__all__ = [
+    "AISDKChatRequest",
+    "UIMessage",
+    "UIMessagePart",
+    "add_routes",
+    "ai_sdk_chat",
+    "ai_sdk_messages",
+    "ai_sdk_resume",
+    "ui_messages",
+]
 
 _SSE_200: dict[str, Any] = {
     "content": {"text/event-stream": {"schema": {"type": "string"}}},
@@ -180,8 +193,74 @@ async def ai_sdk_resume(
     return stream_response(service, encoder, run.id, run.thread_id, events, ping_seconds=context.ping_seconds)
 
 
+def _tool_part(call: ToolCall, row: ToolCallRecord | None) -> dict[str, Any]:
+    """A stored tool call as the UI tool part the stream would have left (the audit row's redacted input)."""
+    part: dict[str, Any] = {
+        "type": f"tool-{call.name}",
+        "toolCallId": call.id,
+        "input": row.input if row is not None else call.input,
+    }
+    status = row.status if row is not None else "started"
+    if status == "executed":
+        part.update(state="output-available", output=row.output if row is not None else None)
+    elif status == "pending_approval" and row is not None:
+        part.update(state="approval-requested", approval={"id": approval_id(row.run_id, call.id)})
+    elif status == "rejected" and row is not None:
+        part.update(state="output-denied", approval={"id": approval_id(row.run_id, call.id), "approved": False})
+    elif status in ("failed", "expired", "unknown_after_crash"):
+        part.update(state="output-error", errorText=(row.error if row is not None else None) or status)
+    else:
+        part["state"] = "input-available"
+    return part
+
+
+def ui_messages(messages: list[MessageRecord], calls: list[ToolCallRecord]) -> list[dict[str, Any]]:
+    """Our stored thread as AI SDK UI messages: one assistant message per run (its id is the run id, as
+    streamed), text parts and tool parts in order, a pending approval as `approval-requested`."""
+    rows = {(c.run_id, c.id): c for c in calls}
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for m in messages:
+        if m.role == "user":
+            out.append({"id": m.id, "role": "user", "parts": [{"type": "text", "text": m.content}]})
+            current = None
+            continue
+        key = m.run_id or m.id
+        if current is None or current["id"] != key:
+            current = {
+                "id": key,
+                "role": "assistant",
+                "metadata": {"runId": m.run_id, "threadId": m.thread_id},
+                "parts": [{"type": "step-start"}],
+            }
+            out.append(current)
+        if m.content:
+            current["parts"].append({"type": "text", "text": m.content, "state": "done"})
+        for call in m.tool_calls or ():
+            current["parts"].append(_tool_part(call, rows.get((m.run_id or "", call.id))))
+    return out
+
+
+async def ai_sdk_messages(
+    request: Request,
+    context: ContextDep,
+    actor: ActorDep,
+    chat_id: Annotated[str, Path(min_length=1, max_length=200)],
+) -> list[dict[str, Any]]:
+    """The chat's history from our store as UI messages, for `useChat({messages})` after a reload
+    (`[]` for a chat that has none yet)."""
+    service = context.service
+    target = await map_thread(service, actor, chat_id, request)
+    if target.thread_id is None:
+        return []
+    detail = await service.get_thread(target.thread_id)
+    if detail is None:
+        return []
+    return ui_messages(detail.messages, detail.tool_calls)
+
+
 def add_routes(router: APIRouter) -> None:
-    """Add `POST /ai-sdk/chat` and `GET /ai-sdk/chat/{chat_id}/stream`."""
+    """Add `POST /ai-sdk/chat`, `GET /ai-sdk/chat/{chat_id}/stream` and `GET /ai-sdk/chat/{chat_id}/messages`."""
     router.post(
         "/ai-sdk/chat",
         summary="Chat with the AI SDK's useChat (UI message stream v1)",
@@ -200,3 +279,10 @@ def add_routes(router: APIRouter) -> None:
             **error_responses(403, 404, 422),
         },
     )(ai_sdk_resume)
+    router.get(
+        "/ai-sdk/chat/{chat_id}/messages",
+        summary="The chat's history from our store as AI SDK UI messages",
+        tags=["frontends"],
+        response_model=list[dict[str, Any]],
+        responses=error_responses(403, 404, 422),
+    )(ai_sdk_messages)
