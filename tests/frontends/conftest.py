@@ -89,7 +89,8 @@ async def lookup_order(order_id: int, ctx: ToolContext) -> dict[str, Any]:
 @tool
 async def show_chart(metric: str, ctx: ToolContext) -> dict[str, Any]:
     """Show a chart of a metric."""
-    await ctx.emit_component("chart", {"metric": metric, "points": [1, 2, 3]})
+    await ctx.emit_component("chart", {"id": "chart-1", "loading": True})
+    await ctx.emit_component("chart", {"id": "chart-1", "metric": metric, "points": [1, 2, 3]})
     return {"shown": metric}
 
 

@@ -149,7 +149,10 @@ def test_resume_with_denial_and_cancel(runs: Any, app_url: str) -> None:
 
 def test_component_is_a_custom_event(runs: Any) -> None:
     [snap] = runs["chart"]
-    assert custom(snap, "agora.component") == [{"name": "chart", "data": {"metric": "sales", "points": [1, 2, 3]}}]
+    assert custom(snap, "agora.component") == [
+        {"name": "chart", "data": {"id": "chart-1", "loading": True}},
+        {"name": "chart", "data": {"id": "chart-1", "metric": "sales", "points": [1, 2, 3]}},
+    ]
 
 
 def test_sub_agent_events(runs: Any) -> None:
@@ -244,3 +247,13 @@ def test_governance_answers_are_json(app_url: str) -> None:
         assert theirs.status_code == 403 and theirs.json() == {"error": "forbidden"}
         bad_resume = {**body, "resume": [{"interruptId": "nope", "status": "resolved", "payload": {}}]}
         assert client.post(url, json=bad_resume, headers=ALICE).status_code == 422
+
+
+def test_connect_with_last_event_id_resumes_after_that_frame(runs: Any, app_url: str) -> None:
+    assert runs["park"]  # "t-park" is parked: frame 1 is its text, frame 2 the call awaiting approval
+    body = {"threadId": "t-park", "runId": "r-again", "messages": []}
+    response = httpx2.post(f"{app_url}/agent/ag-ui/connect", json=body, headers=ALICE | {"Last-Event-ID": "1"})
+    assert response.status_code == 200
+    assert [line for line in response.text.splitlines() if line.startswith("id: ")] == ["id: 2"]
+    assert "TEXT_MESSAGE_CONTENT" not in response.text
+    assert '"type":"TOOL_CALL_START"' in response.text and '"type":"interrupt"' in response.text

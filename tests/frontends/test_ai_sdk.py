@@ -118,10 +118,10 @@ def test_denial_streams_output_denied_and_nothing_runs(runs: Any, app_url: str) 
     assert refunds(12) == []
 
 
-def test_component_is_a_data_part(runs: Any) -> None:
+def test_component_is_a_data_part_replaced_by_id(runs: Any) -> None:
     message = assistant(runs["chart"][0])
-    [chart] = [p for p in message["parts"] if p["type"] == "data-chart"]
-    assert chart["data"] == {"metric": "sales", "points": [1, 2, 3]}
+    [chart] = [p for p in message["parts"] if p["type"] == "data-chart"]  # the second replaced the first
+    assert chart["id"] == "chart-1" and chart["data"] == {"id": "chart-1", "metric": "sales", "points": [1, 2, 3]}
     assert tool_part(message, "show_chart")["state"] == "output-available"
     assert text_of(message) == "Here is the chart."
 
@@ -204,3 +204,13 @@ def test_governance_answers_are_json_before_any_stream(app_url: str) -> None:
         assert theirs.status_code == 403 and theirs.json() == {"error": "forbidden"}
         assert client.get(f"{url}/c-http/stream", headers=ALICE).status_code == 204
         assert client.get(f"{url}/c-http/stream", headers=ALICE | {"Last-Event-ID": "x"}).status_code == 422
+
+
+def test_reattach_with_last_event_id_resumes_after_that_frame(runs: Any, app_url: str) -> None:
+    assert runs["park"]  # "c-park" is parked: frame 1 is its text, frame 2 the call awaiting approval
+    response = httpx2.get(f"{app_url}/agent/ai-sdk/chat/c-park/stream", headers=ALICE | {"Last-Event-ID": "1"})
+    assert response.status_code == 200
+    ids = [line for line in response.text.splitlines() if line.startswith("id: ")]
+    assert ids == ["id: 2"]
+    assert '"type":"text-delta"' not in response.text
+    assert '"type":"tool-approval-request"' in response.text and '"finishReason":"tool-calls"' in response.text

@@ -10,7 +10,7 @@ One AG-UI run per response, `data: <camelCase json>` SSE events:
     pending_approval the call, then RUN_FINISHED {outcome: {type: interrupt, interrupts: [{id, reason:
                      "tool_approval", toolCallId, message, responseSchema, expiresAt, metadata}]}}: the
                      client answers with a new run whose `resume` names the interrupt
-    ComponentFrame   CUSTOM {name: "agora.component", value: {name, data}}
+    ComponentFrame   CUSTOM {name: "agora.component", value: {name, data, id?}}
     AgentFrame       SUBAGENT_STARTED {subagentRunId, name, parentToolCallId} then the sub-agent's text
                      and tool calls carry `subagentRunId`; SUBAGENT_FINISHED / SUBAGENT_ERROR when the
                      delegation call ends
@@ -241,7 +241,11 @@ class AGUIEncoder:
         if isinstance(frame, ToolFrame):
             return self._tool(frame)
         if isinstance(frame, ComponentFrame):
-            return [CustomEvent(name="agora.component", value={"name": frame.name, "data": frame.data})]
+            value: dict[str, Any] = {"name": frame.name, "data": frame.data}
+            component_id = getattr(frame, "id", None)  # genui: a later component with this id replaces it
+            if component_id is not None:
+                value["id"] = component_id
+            return [CustomEvent(name="agora.component", value=value)]
         if isinstance(frame, ErrorFrame):
             self._errored = True
             return [RunErrorEvent(message=frame.message, code=frame.code)]

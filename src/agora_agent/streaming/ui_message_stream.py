@@ -10,8 +10,8 @@ What `useChat` / `DefaultChatTransport` + `readUIMessageStream` read. One assist
       executed         tool-output-available {toolCallId, output}
       rejected         tool-output-denied {toolCallId}
       expired, failed  tool-output-error {toolCallId, errorText} (tool-input-error when refused up front)
-    ComponentFrame     data-<name> {id, data}: a component whose data has a string "id" replaces the
-                       earlier part with that id (the AI SDK's own rule); otherwise each is a new part
+    ComponentFrame     data-<name> {id, data}: a component with an id (the frame's, else a string "id"
+                       in its data) replaces the earlier part with that id (the AI SDK's own rule)
     AgentFrame         data-agent {id, data: {agent, text}}: one part per sub-agent run, replaced as it grows
     ErrorFrame         error {errorText}
     end                finish {finishReason, messageMetadata: {runId, threadId, status, usage, costUsd}}
@@ -150,7 +150,10 @@ class UIMessageStreamEncoder:
             return closing + self._tool(frame)
         if isinstance(frame, ComponentFrame):
             data = frame.data
-            part_id = data["id"] if isinstance(data, dict) and isinstance(data.get("id"), str) else f"c{event.id}"
+            # The component's own id (genui's ComponentFrame.id, else a string `id` in its data) makes a later
+            # frame replace the part, as the AI SDK does for data parts with the same id.
+            own = getattr(frame, "id", None) or (data.get("id") if isinstance(data, dict) else None)
+            part_id = own if isinstance(own, str) and own else f"c{event.id}"
             return [*closing, {"type": f"data-{frame.name}", "id": part_id, "data": data}]
         if isinstance(frame, AgentFrame):
             part_id, text = self._agent_parts.get(frame.agent, ("", ""))
