@@ -118,7 +118,9 @@ class RefundOrder(ActionTool):
 
 def script(request: ModelRequest, turn_index: int) -> ScriptedTurn:
     """Answers by the last user message; `step` = model turns since that message."""
-    if request.system.startswith("You analyse"):
+    if request.system.startswith("You analyse"):  # the sub-agent: one read tool call, then its answer
+        if request.messages[-1].role == "user":
+            return ScriptedTurn(tool_calls=[ToolCallRequest(name="lookup_order", input={"order_id": 9})])
         return ScriptedTurn(text="Sales are up 12%.")
     last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
     text = request.messages[last_user].content
@@ -161,7 +163,7 @@ BOB = hdr("bob")
 def app_url() -> Iterator[str]:
     """A live app (uvicorn in its own thread, 127.0.0.1, a free port) with the scripted model, shared by a
     module's scenarios (each uses its own chat); yields the base URL."""
-    analyst = AgentDefinition(name="analyst", system_prompt="You analyse sales.", tools=())
+    analyst = AgentDefinition(name="analyst", system_prompt="You analyse sales.", tools=("lookup_order",))
     config = AgentConfig(
         model=FakeModel(script),
         actor_resolver=HeaderActorResolver(),

@@ -164,6 +164,9 @@ def test_sub_agent_events(runs: Any) -> None:
     assert started[0]["parentToolCallId"]
     contents = [e for e in snap["events"] if e["type"] == "TEXT_MESSAGE_CONTENT" and e.get("subagentRunId") == sub]
     assert "".join(e["delta"] for e in contents) == "Sales are up 12%."
+    nested = [e for e in snap["events"] if e["type"].startswith("TOOL_CALL") and e.get("subagentRunId") == sub]
+    assert [e["type"] for e in nested] == ["TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]
+    assert nested[0]["toolCallName"] == "lookup_order"
     assert [e["type"] for e in snap["events"] if e.get("subagentRunId") == sub][-1] == "SUBAGENT_FINISHED"
     assert assistant_text(snap) == "The analyst says sales are up."
 

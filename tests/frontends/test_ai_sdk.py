@@ -131,6 +131,8 @@ def test_sub_agent_text_is_one_growing_data_part(runs: Any) -> None:
     [agent] = [p for p in message["parts"] if p["type"] == "data-agent"]
     assert agent["data"] == {"agent": "analyst", "text": "Sales are up 12%."}
     assert tool_part(message, "ask_analyst")["output"] == {"text": "Sales are up 12%."}
+    nested = tool_part(message, "lookup_order")  # the sub-agent's own call, titled with its name
+    assert nested["title"] == "analyst: lookup_order" and nested["output"] == {"order_id": 9, "status": "shipped"}
     assert text_of(message) == "The analyst says sales are up."
 
 
