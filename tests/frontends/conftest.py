@@ -129,7 +129,8 @@ def script(request: ModelRequest, turn_index: int) -> ScriptedTurn:
     if "refund" in text:
         if step == 0:
             order = re.search(r"order (\d+)", text)
-            args = {"order_id": int(order.group(1)) if order else 1, "amount": 2.5}
+            # "in full" asks for an integral float: JSON 3.0, which a JavaScript client sends back as 3.
+            args = {"order_id": int(order.group(1)) if order else 1, "amount": 3.0 if "in full" in text else 2.5}
             call = ToolCallRequest(name="refund_order", input=args, id=f"refund-{len(request.messages)}")
             return ScriptedTurn(text="Checking. ", tool_calls=[call], cost_usd=usd)
         result = request.messages[-1].tool_results[0]

@@ -29,6 +29,7 @@ SCENARIOS = [
     thread("text", [{"send": "hello"}]),
     thread("read", [{"send": "lookup order 7"}]),
     thread("approve", [{"send": "refund order 21"}, {"resume": {"approved": True}}]),
+    thread("approve-float", [{"send": "refund order 28 in full"}, {"resume": {"approved": True}}]),
     thread("deny", [{"send": "refund order 22"}, {"resume": {"approved": False, "reason": "no"}}]),
     thread("cancel", [{"send": "refund order 23"}, {"cancel": True}]),
     thread("chart", [{"send": "chart of sales"}]),
@@ -133,6 +134,12 @@ def test_interrupt_then_resume_approves(runs: Any, app_url: str) -> None:
     row = call_row(app_url, parked)
     assert row["status"] == "executed" and row["decidedBy"] == "alice"
     assert refunds(21) == [(21, 2.5, "alice")]
+
+
+def test_resume_of_float_arguments_as_a_javascript_client_sends_them_back(runs: Any) -> None:
+    _, resumed = runs["approve-float"]
+    assert resumed["error"] is None and tool_results(resumed) == ['{"refunded":28,"amount":3.0}']
+    assert refunds(28) == [(28, 3.0, "alice")]
 
 
 def test_resume_with_denial_and_cancel(runs: Any, app_url: str) -> None:

@@ -24,6 +24,7 @@ SCENARIOS = [
     chat("text", [{"stream": "hello"}]),
     chat("read", [{"send": "lookup order 7"}]),
     chat("approve", [{"send": "refund order 11"}, {"approve": True}]),
+    chat("approve-float", [{"send": "refund order 18 in full"}, {"approve": True}]),
     chat("deny", [{"send": "refund order 12"}, {"approve": False, "reason": "not today"}]),
     chat("chart", [{"send": "chart of sales"}]),
     chat("agent", [{"send": "ask the analyst"}]),
@@ -107,6 +108,13 @@ def test_action_parks_then_client_approval_executes_it(runs: Any, app_url: str) 
     row = call_row(app_url, message, "refund_order")
     assert row["status"] == "executed" and row["decidedBy"] == "alice"
     assert refunds(11) == [(11, 2.5, "alice")]
+
+
+def test_approval_of_float_arguments_as_a_javascript_client_sends_them_back(runs: Any) -> None:
+    parked, approved = runs["approve-float"]
+    assert tool_part(assistant(parked), "refund_order")["input"] == {"order_id": 18, "amount": 3}
+    assert tool_part(assistant(approved), "refund_order")["state"] == "output-available"
+    assert refunds(18) == [(18, 3.0, "alice")]
 
 
 def test_denial_streams_output_denied_and_nothing_runs(runs: Any, app_url: str) -> None:
