@@ -32,6 +32,7 @@ SCENARIOS = [
     thread("approve-float", [{"send": "refund order 28 in full"}, {"resume": {"approved": True}}]),
     thread("deny", [{"send": "refund order 22"}, {"resume": {"approved": False, "reason": "no"}}]),
     thread("cancel", [{"send": "refund order 23"}, {"cancel": True}]),
+    thread("forbidden", [{"send": "refund order 29"}], headers={"x-actor-id": "mallory", "x-actor-role": "member"}),
     thread("chart", [{"send": "chart of sales"}]),
     thread("agent", [{"send": "ask the analyst"}]),
     thread("error", [{"send": "boom"}]),
@@ -152,6 +153,16 @@ def test_resume_with_denial_and_cancel(runs: Any, app_url: str) -> None:
     cancelled = runs["cancel"][1]
     assert cancelled["error"] is None and "cancelled by the user" in tool_results(cancelled)[0]
     assert refunds(22) == refunds(23) == []
+
+
+def test_an_action_the_caller_may_not_run_fails_before_it_parks(runs: Any) -> None:
+    [snap] = runs["forbidden"]
+    assert snap["error"] is None and snap["pendingInterrupts"] == []
+    assert finished(snap).get("outcome", {"type": "success"})["type"] == "success"
+    [result] = tool_results(snap)
+    assert result.startswith('{"error":') and "refund_order" in result
+    assert assistant_text(snap) == "Checking. Refund not done."
+    assert refunds(29) == []
 
 
 def test_component_is_a_custom_event(runs: Any) -> None:

@@ -14,6 +14,7 @@ import pytest
 from tests.frontends.conftest import ALICE, BOB, refunds, run_node, thread_detail
 
 ADMIN_BOB = {**BOB, "x-actor-role": "admin"}
+MEMBER = {"x-actor-id": "mallory", "x-actor-role": "member"}
 
 
 def chat(name: str, steps: list[dict[str, Any]], headers: dict[str, str] = ALICE, chat_id: str | None = None) -> Any:
@@ -26,6 +27,7 @@ SCENARIOS = [
     chat("approve", [{"send": "refund order 11"}, {"approve": True}]),
     chat("approve-float", [{"send": "refund order 18 in full"}, {"approve": True}]),
     chat("deny", [{"send": "refund order 12"}, {"approve": False, "reason": "not today"}]),
+    chat("forbidden", [{"send": "refund order 19"}], headers=MEMBER),
     chat("chart", [{"send": "chart of sales"}]),
     chat("agent", [{"send": "ask the analyst"}]),
     chat("error", [{"send": "boom"}]),
@@ -124,6 +126,15 @@ def test_denial_streams_output_denied_and_nothing_runs(runs: Any, app_url: str) 
     row = call_row(app_url, message, "refund_order")
     assert row["status"] == "rejected" and row["error"] == "not today" and row["decidedBy"] == "alice"
     assert refunds(12) == []
+
+
+def test_an_action_the_caller_may_not_run_fails_before_it_parks(runs: Any) -> None:
+    message = assistant(runs["forbidden"][0])
+    part = tool_part(message, "refund_order")
+    assert part["state"] == "output-error" and "approval" not in part
+    assert "refund_order" in part["errorText"]
+    assert text_of(message) == "Checking. Refund not done."
+    assert refunds(19) == []
 
 
 def test_component_is_a_data_part_replaced_by_id(runs: Any) -> None:
