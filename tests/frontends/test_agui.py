@@ -130,6 +130,9 @@ def test_interrupt_then_resume_approves(runs: Any, app_url: str) -> None:
     assert interrupt["metadata"]["input"] == {"order_id": 21, "amount": 2.5}
     assert parked["pendingInterrupts"][0]["id"] == interrupt["id"]
     assert resumed["error"] is None and resumed["pendingInterrupts"] == []
+    [decision] = custom(resumed, "agora.decision")
+    assert decision["toolCallId"] == interrupt["toolCallId"]
+    assert decision["status"] == "approved" and decision["decidedBy"] == "alice"
     assert tool_results(resumed) == ['{"refunded":21,"amount":2.5}']
     assert assistant_text(resumed) == "Checking. Refund done."
     row = call_row(app_url, parked)

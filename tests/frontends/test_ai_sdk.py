@@ -107,6 +107,9 @@ def test_action_parks_then_client_approval_executes_it(runs: Any, app_url: str) 
     assert part["state"] == "output-available" and part["output"] == {"refunded": 11, "amount": 2.5}
     assert text_of(message) == "Checking. Refund done."
     assert message["metadata"]["status"] == "completed"
+    [decision] = message["metadata"]["decisions"]  # who decided, in the stream itself
+    assert decision["toolCallId"] == part["toolCallId"]
+    assert decision["status"] == "approved" and decision["decidedBy"] == "alice" and decision["decidedAt"]
     row = call_row(app_url, message, "refund_order")
     assert row["status"] == "executed" and row["decidedBy"] == "alice"
     assert refunds(11) == [(11, 2.5, "alice")]

@@ -18,14 +18,15 @@ What `useChat` / `DefaultChatTransport` + `readUIMessageStream` read. One assist
 
 A parked approval ends the response with `finish {finishReason: "tool-calls"}`; the client answers with
 `addToolApprovalResponse`, which sends the next request, and the continuation streams the rest of
-the SAME run into the same message. The model gives no reasoning stream through our adapters, so no
-reasoning chunks are sent. Every chunk that completes a frame carries that frame's SSE `id:`.
+the SAME run into the same message (its `start` metadata carries `decisions`: who decided, when).
+The model gives no reasoning stream through our adapters, so no reasoning chunks are sent.
+Every chunk that completes a frame carries that frame's SSE `id:`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -60,7 +61,15 @@ class UIMessageStreamEncoder:
     headers = UI_MESSAGE_STREAM_HEADERS
     stops_at_parks = True
 
-    def __init__(self, *, run_id: str, thread_id: str, known_tool_calls: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        thread_id: str,
+        known_tool_calls: Collection[str] = (),
+        decisions: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        self._decisions = [dict(d) for d in decisions]
         self._run_id = run_id
         self._thread_id = thread_id
         self._text_id: str | None = None
@@ -72,7 +81,9 @@ class UIMessageStreamEncoder:
     # -- the seam ----------------------------------------------------------------------------------
 
     def start(self) -> list[bytes]:
-        meta = {"runId": self._run_id, "threadId": self._thread_id}
+        meta: dict[str, Any] = {"runId": self._run_id, "threadId": self._thread_id}
+        if self._decisions:  # a continuation after the client's approval answer: who decided, when
+            meta["decisions"] = self._decisions
         return [
             _sse({"type": "start", "messageId": self._run_id, "messageMetadata": meta}),
             _sse({"type": "start-step"}),

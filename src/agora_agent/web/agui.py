@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from ag_ui.core import (
     AssistantMessage,
+    CustomEvent,
     FunctionCall,
     MessagesSnapshotEvent,
     RunAgentInput,
@@ -122,7 +123,7 @@ async def agui_run(request: Request, context: ContextDep, actor: CallerDep, body
     target = await map_thread(service, actor, body.thread_id, request)
     if body.resume:
         verified = await verify_decisions(service, actor, request, target.thread_id, _decisions(body))
-        await apply_decisions(service, actor, verified)
+        decided = await apply_decisions(service, actor, verified)
         run_id = verified[0].run_id
         after = max((v.park.id for v in verified if v.park is not None), default=None)
         encoder = AGUIEncoder(
@@ -131,6 +132,7 @@ async def agui_run(request: Request, context: ContextDep, actor: CallerDep, body
             agora_run_id=run_id,
             agora_thread_id=target.id,
             known_tool_calls={v.tool_call_id for v in verified},
+            preamble=[CustomEvent(name="agora.decision", value=d) for d in decided],
         )
         events = await service.subscribe(run_id, after=after)
         return stream_response(service, encoder, run_id, target.id, events, ping_seconds=context.ping_seconds)

@@ -161,11 +161,11 @@ async def ai_sdk_chat(
     if not decisions:
         raise InvalidRequestError("the last message must be a user message or carry approval responses")
     verified = await verify_decisions(service, actor, request, target.thread_id, decisions)
-    await apply_decisions(service, actor, verified)
+    decided = await apply_decisions(service, actor, verified)
     run_id = verified[0].run_id
     after = max((v.park.id for v in verified if v.park is not None), default=None)
     known = {p.tool_call_id for p in last.parts if p.tool_call_id}
-    encoder = UIMessageStreamEncoder(run_id=run_id, thread_id=target.id, known_tool_calls=known)
+    encoder = UIMessageStreamEncoder(run_id=run_id, thread_id=target.id, known_tool_calls=known, decisions=decided)
     events = await service.subscribe(run_id, after=after)
     return stream_response(service, encoder, run_id, target.id, events, ping_seconds=context.ping_seconds)
 

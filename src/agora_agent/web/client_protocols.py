@@ -254,13 +254,29 @@ async def verify_decisions(
     return verified
 
 
-async def apply_decisions(service: AgentService, actor: Actor, verified: Sequence[VerifiedDecision]) -> None:
-    """Hand each verified decision to the service, which applies its own rules (403/409 may still come)."""
+async def apply_decisions(
+    service: AgentService, actor: Actor, verified: Sequence[VerifiedDecision]
+) -> list[dict[str, Any]]:
+    """Hand each verified decision to the service, which applies its own rules (403/409 may still come).
+
+    Returns the recorded decisions (`{toolCallId, status, decidedBy, decidedAt, reason}`), which the
+    continuation stream carries so the client sees who decided."""
+    decided: list[dict[str, Any]] = []
     for v in verified:
         if v.approved:
-            await service.approve(actor, v.run_id, v.tool_call_id, privileged=v.privileged)
+            record = await service.approve(actor, v.run_id, v.tool_call_id, privileged=v.privileged)
         else:
-            await service.reject(actor, v.run_id, v.tool_call_id, reason=v.reason, privileged=v.privileged)
+            record = await service.reject(actor, v.run_id, v.tool_call_id, reason=v.reason, privileged=v.privileged)
+        decided.append(
+            {
+                "toolCallId": record.tool_call_id,
+                "status": record.status,
+                "decidedBy": record.decided_by,
+                "decidedAt": record.decided_at.isoformat().replace("+00:00", "Z") if record.decided_at else None,
+                "reason": record.reason,
+            }
+        )
+    return decided
 
 
 # -- streaming -------------------------------------------------------------------------------------
