@@ -90,6 +90,13 @@ class UIMessageStreamEncoder:
         ]
 
     def event(self, event: StreamEvent) -> list[bytes]:
+        frame = event.frame
+        if isinstance(frame, TextFrame) and self._text_id is not None:
+            # The hot path (every token after the first): one format call, the same bytes as `_sse`.
+            return [
+                f'id: {event.id}\ndata: {{"type":"text-delta","id":{_json(self._text_id)},'
+                f'"delta":{_json(frame.delta)}}}\n\n'.encode()
+            ]
         chunks = self._chunks(event)
         if not chunks:
             return []
