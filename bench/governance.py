@@ -34,7 +34,7 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.queries import RunQuery
 from agora_agent.stores.sql import create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.migrate import upgrade
-from agora_agent.stores.sql.rollup import REBUILD_SQL
+from agora_agent.stores.sql.rollup import REBUILD_SQL, RUN_REBUILD_SQL
 from agora_agent.stores.sql.tables import to_micros
 
 console = Console(width=130)
@@ -258,6 +258,9 @@ async def load(url: str, usage_rows: int, rng: random.Random) -> dict[str, Any]:
         with console.status("daily usage rollup (rebuilt from the COPYed ledger)"):
             await conn.execute("DELETE FROM agent_usage_daily")
             await conn.execute(REBUILD_SQL)
+        with console.status("daily run rollup (rebuilt from the COPYed runs)"):
+            await conn.execute("DELETE FROM agent_run_daily")
+            await conn.execute(RUN_REBUILD_SQL)
         with console.status("VACUUM ANALYZE"):
             await conn.execute("VACUUM ANALYZE")
         busiest = await conn.fetchval(

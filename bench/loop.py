@@ -1,8 +1,10 @@
 """Governed-loop cost per model step on the stores people deploy, as ratios to Pydantic AI measured in one run.
 
 Each run is K tool-calling model steps (tool `add(a, b)`) plus one final text step, with a scripted model
-and no network, budgets on. Ours runs through AgentService (offer/authorize filter chain, audit rows,
-stream frames, usage ledger, budget reservation — everything a real turn does) on the in-memory store,
+and no network, budgets on. A sync tool runs in a worker thread in both frameworks (the hop dominates a
+trivial tool); ours also runs the same function declared `@tool(blocking=False)`, called on the event loop.
+Ours runs through AgentService (offer/authorize filter chain, audit rows, stream
+frames, usage ledger, budget reservation — everything a real turn does) on the in-memory store,
 SQLite (a file, WAL) and PostgreSQL (a fresh database, dropped afterwards; skipped when unreachable).
 
 The cases are measured in interleaved rounds (every case once per round, in a rotating order), so
@@ -45,6 +47,12 @@ PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 
 @tool
 def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(name="add", blocking=False)
+def add_inline(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
 
@@ -92,10 +100,10 @@ class AddArgs(BaseModel):
 class Ours:
     """An AgentService on one store; `run(thread_id)` is one chat to completion."""
 
-    def __init__(self, store: str | None, steps: int, sync_tool: bool) -> None:
+    def __init__(self, store: str | None, steps: int, sync_tool: bool, inline: bool = False) -> None:
         self.config = AgentConfig(
             model=ScriptModel(steps),
-            tools=[add if sync_tool else add_async],
+            tools=[(add_inline if inline else add) if sync_tool else add_async],
             budget=Budget(tokens_per_actor=10**12),
             store=store,
         )
@@ -348,6 +356,11 @@ async def measure_all(
             services[key] = ours
             cleanups.insert(0, ours.close)
             cases[key] = ours.run
+        if url is None:  # the same sync tool declared `@tool(blocking=False)`: no worker-thread hop
+            inline = Ours(url, steps, True, inline=True)
+            await inline.start()
+            cleanups.insert(0, inline.close)
+            cases[f"{name} sync inline"] = inline.run
         # thread growth on the sync-tool service of this store
         ours = services[f"{name} sync"]
         store = ours.service.store
@@ -393,6 +406,7 @@ async def measure_all(
             print(f"  Pydantic AI Agent+FunctionModel, {n[4:]} tool: {ms:.3f} ms/step")
     for sync in ("sync", "async"):
         ratio_row(f"memory store ÷ Pydantic AI ({sync} tool)", f"memory {sync}", f"pai {sync}", "≤ 0.03")
+    ratio_row("memory store ÷ Pydantic AI (sync, blocking=False)", "memory sync inline", "pai sync", "≤ 0.03")
     for sync in ("sync", "async"):
         ratio_row(f"SQLite store ÷ Pydantic AI ({sync} tool)", f"sqlite {sync}", f"pai {sync}", "≤ 1.0 (0.5)")
     for sync in ("sync", "async"):

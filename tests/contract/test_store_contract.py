@@ -480,6 +480,18 @@ async def test_usage_tokens_sums_input_and_output_within_inclusive_bounds(store:
     assert await store.usage_tokens("nobody", start, end) == 0
 
 
+async def test_usage_tokens_over_whole_utc_days_as_the_quota_endpoint_asks(store: AgentStore) -> None:
+    alice = await store.create_thread(actor_ref="alice")
+    day = datetime(2024, 5, 1, tzinfo=UTC)
+    last = day + timedelta(days=1, microseconds=-1)  # 23:59:59.999999, as quota_today passes it
+    await store.record_usage(usage(alice, day, input_tokens=100, output_tokens=10))
+    await store.record_usage(usage(alice, last, input_tokens=7, output_tokens=3, model_id="m2"))
+    await store.record_usage(usage(alice, day - timedelta(microseconds=1), input_tokens=1000, output_tokens=0))
+    await store.record_usage(usage(alice, last + timedelta(microseconds=1), input_tokens=1000, output_tokens=0))
+    assert await store.usage_tokens("alice", day, last) == 120
+    assert await store.usage_tokens("alice", day - timedelta(days=1), last) == 1120  # two whole days
+
+
 # -- runs --
 
 

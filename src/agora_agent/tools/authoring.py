@@ -152,6 +152,7 @@ def _function_tool(
     describe: Describe | None,
     approver_roles: RolesArg,
     approval_ttl: TtlArg,
+    blocking: bool = True,
 ) -> FunctionTool:
     if not callable(fn):
         raise ConfigurationError(f"@tool decorates a function, got {fn!r}")
@@ -172,8 +173,16 @@ def _function_tool(
         approval_ttl=approval_ttl,
     )
 
-    async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
-        return await _run(fn, **shape.kwargs(input, ctx))
+    if blocking or inspect.iscoroutinefunction(fn):
+
+        async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
+            return await _run(fn, **shape.kwargs(input, ctx))
+
+    else:
+
+        async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
+            result = fn(**shape.kwargs(input, ctx))  # declared non-blocking: on the loop, no thread hop
+            return (await result) if inspect.isawaitable(result) else result
 
     return FunctionTool(spec, fn, invoke)
 
@@ -195,6 +204,7 @@ def tool(
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
     approval_ttl: TtlArg = None,
+    blocking: bool = True,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -212,12 +222,16 @@ def tool(
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
     approval_ttl: TtlArg = None,
+    blocking: bool = True,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a function (async or sync) into a tool; use bare (`@tool`) or with options (`@tool(kind="action")`).
 
     The input model is the function's single pydantic-model parameter, or else is built from its typed
     parameters (defaults and `Annotated[..., Field(description=...)]` honoured). A parameter annotated
     `ToolContext` receives the call context. The description is the docstring unless given.
+    A sync function runs in a worker thread so it never blocks the event loop; `blocking=False` declares
+    that it never blocks (pure computation of microseconds) and calls it on the loop, saving the thread
+    hop (~0.1 ms idle, milliseconds on a loaded host) — never for I/O or anything slow.
     Raises `ConfigurationError` (naming the function) for a missing description, a bad name or kind.
     """
     options: dict[str, Any] = {
@@ -231,6 +245,7 @@ def tool(
         "describe": describe,
         "approver_roles": approver_roles,
         "approval_ttl": approval_ttl,
+        "blocking": blocking,
     }
     if fn is not None:
         return _function_tool(fn, **options)

@@ -7,11 +7,11 @@ from datetime import UTC, date, datetime, timedelta
 
 import sqlalchemy as sa
 
-from agora_agent.stores.base import UsageRecord
+from agora_agent.stores.base import RunRecord, UsageRecord
 from agora_agent.stores.sql import SqlBackend, create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.migrate import upgrade
 from agora_agent.stores.sql.rollup import rebuild_usage_daily
-from agora_agent.stores.sql.tables import thread, token_usage, usage_daily
+from agora_agent.stores.sql.tables import run_daily, thread, token_usage, usage_daily
 
 T0 = datetime(2024, 3, 1, 23, 59, 59, 999_999, tzinfo=UTC)
 
@@ -77,3 +77,35 @@ async def test_migration_0002_backfills_existing_ledger_rows(empty_db_url: str) 
         assert (row.model_id, row.requests, row.input_tokens, row.cost_usd) == ("m1", 3, 300, 0.25)
     finally:
         await backend.close()
+
+
+async def test_run_rollup_follows_run_starts_and_first_terminal_states_and_equals_a_rebuild(
+    sql_backend: SqlBackend,
+) -> None:
+    store = sql_backend.store
+    t = await store.create_thread(actor_ref="alice")
+    start = T0 - timedelta(seconds=2)
+
+    def record(run_id: str, agent: str | None, **kw: object) -> RunRecord:
+        return RunRecord(id=run_id, thread_id=t.id, agent_name=agent, actor_ref="alice", started_at=start, **kw)  # type: ignore[arg-type]
+
+    await store.record_run_start(record("r1", "support"))
+    await store.record_run_start(record("r2", "support"))
+    await store.record_run_start(record("r3", None))
+    await store.record_run_start(record("r4", "support", status="completed", finished_at=start + timedelta(seconds=1)))
+    assert await store.record_run_end("r1", status="completed", finished_at=start + timedelta(milliseconds=1500))
+    assert not await store.record_run_end("r1", status="failed")  # first terminal state wins: counted once
+    assert await store.record_run_end("r3", status="cancelled", finished_at=start + timedelta(seconds=1))
+    async with sql_backend.engine.connect() as conn:
+        rows = [tuple(r) for r in await conn.execute(sa.select(run_daily).order_by(run_daily.c.agent_name))]
+    day = (date(2024, 3, 1) - date(1970, 1, 1)).days
+    # day, agent, runs, completed, failed, cancelled, running, settled, duration_ms
+    assert rows == [(day, "", 1, 0, 0, 1, 0, 1, 1000), (day, "support", 3, 2, 0, 0, 1, 2, 2500)]
+    await rebuild_usage_daily(sql_backend.engine)
+    async with sql_backend.engine.connect() as conn:
+        rebuilt = [tuple(r) for r in await conn.execute(sa.select(run_daily).order_by(run_daily.c.agent_name))]
+    assert rebuilt == rows
+    reliability = await sql_backend.queries.run_reliability(date(2024, 3, 1), date(2024, 3, 1))
+    assert (reliability.runs, reliability.completed, reliability.cancelled, reliability.running) == (4, 2, 1, 1)
+    assert reliability.avg_duration_ms == 3500 / 3
+    assert {a.agent_name: a.runs for a in reliability.by_agent} == {"support": 3, None: 1}

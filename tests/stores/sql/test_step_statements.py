@@ -27,8 +27,9 @@ STEP_STATEMENTS = 11
 STEP_TRANSACTIONS = 4
 # A whole run with one tool step and the final answer, on an existing thread: the service's budget check and
 # thread read, run start, the loop's budget check, user message, history, prices, two model steps, run end,
-# and the test's read of the finished run. Nine of the fourteen transactions write.
-RUN_STATEMENTS = 32
+# and the test's read of the finished run; the run start and end each add the run to the daily run rollup.
+# Nine of the fourteen transactions write.
+RUN_STATEMENTS = 34
 RUN_TRANSACTIONS = 14
 RUN_WRITE_TRANSACTIONS = 9
 

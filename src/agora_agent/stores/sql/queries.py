@@ -57,6 +57,7 @@ from agora_agent.stores.sql.tables import (
     approval,
     message,
     run,
+    run_daily,
     thread,
     token_usage,
     tool_call,
@@ -416,31 +417,25 @@ class SqlGovernanceQueries:
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
         """GQ-10: on started_at. Rates are 0 without runs; durations average settled runs only."""
-        r = run.c
-        settled = r.finished_at.isnot(None) & (r.status != "running")
-        day = _day_index(r.started_at).label("day_index")
-
-        def count_status(status: str) -> sa.ColumnElement[Any]:
-            return sa.func.sum(sa.case((r.status == status, 1), else_=0))
-
-        stmt = (
-            sa.select(
-                r.agent_name,
-                day,
-                sa.func.count().label("runs"),
-                count_status("completed").label("completed"),
-                count_status("failed").label("failed"),
-                count_status("cancelled").label("cancelled"),
-                count_status("running").label("running"),
-                sa.func.sum(sa.case((settled, _millis(r.finished_at) - _millis(r.started_at)), else_=0)).label(
-                    "duration_ms"
-                ),
-                sa.func.sum(sa.case((settled, 1), else_=0)).label("settled"),
-            )
-            .where(*_in_range(r.started_at, from_day, to_day))
-            .group_by(r.agent_name, day)
-        )
-        rows = await self._rows(stmt)
+        # The daily run rollup (kept in step by the store): days x agents rows, not one row per run.
+        rd = run_daily.c
+        where = []
+        if from_day is not None:
+            where.append(rd.day >= (from_day - _EPOCH_DAY).days)
+        if to_day is not None:
+            where.append(rd.day <= (to_day - _EPOCH_DAY).days)
+        stmt = sa.select(
+            sa.case((rd.agent_name == "", sa.null()), else_=rd.agent_name).label("agent_name"),
+            rd.day.label("day_index"),
+            rd.runs,
+            rd.completed,
+            rd.failed,
+            rd.cancelled,
+            rd.running,
+            rd.duration_ms,
+            rd.settled,
+        ).where(*where)
+        rows = [row for row in await self._rows(stmt) if row["runs"]]
         totals: dict[str, int] = defaultdict(int)
         by_agent: dict[str | None, list[int]] = defaultdict(lambda: [0, 0, 0])
         trend: dict[int, list[int]] = defaultdict(lambda: [0, 0])

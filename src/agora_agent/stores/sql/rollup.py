@@ -8,6 +8,7 @@ restores) are folded in by `rebuild_usage_daily`.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,9 +16,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.stores.base import UsageRecord
-from agora_agent.stores.sql.tables import MICROS_PER_DAY, to_micros, usage_daily
+from agora_agent.stores.sql.tables import MICROS_PER_DAY, run_daily, to_micros, usage_daily
 
-__all__ = ["REBUILD_SQL", "rebuild_usage_daily", "upsert_usage_daily", "usage_daily_params"]
+__all__ = [
+    "REBUILD_SQL",
+    "RUN_REBUILD_SQL",
+    "rebuild_usage_daily",
+    "run_daily_params",
+    "upsert_run_daily",
+    "upsert_usage_daily",
+    "usage_daily_params",
+]
 
 _SUMMED = (
     "requests",
@@ -79,8 +88,70 @@ def upsert_usage_daily(dialect_name: str) -> Any:
     return _UPSERTS["postgresql" if dialect_name == "postgresql" else "sqlite"]
 
 
+_RUN_COUNTS = ("runs", "completed", "failed", "cancelled", "running", "settled", "duration_ms")
+
+RUN_REBUILD_SQL = f"""
+INSERT INTO agent_run_daily (day, agent_name, {", ".join(_RUN_COUNTS)})
+SELECT started_at / {MICROS_PER_DAY}, coalesce(agent_name, ''), count(*),
+       sum(CASE WHEN status = 'completed' THEN 1 ELSE 0 END),
+       sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END),
+       sum(CASE WHEN status = 'cancelled' THEN 1 ELSE 0 END),
+       sum(CASE WHEN status = 'running' THEN 1 ELSE 0 END),
+       sum(CASE WHEN finished_at IS NOT NULL AND status <> 'running' THEN 1 ELSE 0 END),
+       sum(CASE WHEN finished_at IS NOT NULL AND status <> 'running'
+                THEN finished_at / 1000 - started_at / 1000 ELSE 0 END)
+FROM agent_run
+GROUP BY started_at / {MICROS_PER_DAY}, coalesce(agent_name, '')
+"""
+"""Recompute every run-rollup row from the runs (after deleting the rollup's rows)."""
+
+
+def run_daily_params(
+    started_at: datetime,
+    agent_name: str | None,
+    *,
+    started: bool,
+    status: str,
+    finished_at: datetime | None,
+) -> dict[str, Any]:
+    """What a run contributes to its rollup row: when it is recorded (`started`), or when it leaves `running`."""
+    settled = finished_at is not None and status != "running"
+    return {
+        "day": to_micros(started_at) // MICROS_PER_DAY,
+        "agent_name": agent_name or "",
+        "runs": 1 if started else 0,
+        "completed": int(status == "completed"),
+        "failed": int(status == "failed"),
+        "cancelled": int(status == "cancelled"),
+        # a new run counts as running; a run leaving `running` stops counting
+        "running": (1 if status == "running" else 0) if started else -1,
+        "settled": int(settled),
+        "duration_ms": (to_micros(finished_at) // 1000 - to_micros(started_at) // 1000)
+        if settled and finished_at is not None
+        else 0,
+    }
+
+
+def _build_run_upsert(dialect_name: str) -> Any:
+    insert = (postgresql.insert if dialect_name == "postgresql" else sqlite.insert)(run_daily)
+    return insert.on_conflict_do_update(
+        index_elements=["day", "agent_name"],
+        set_={name: run_daily.c[name] + insert.excluded[name] for name in _RUN_COUNTS},
+    )
+
+
+_RUN_UPSERTS = {name: _build_run_upsert(name) for name in ("postgresql", "sqlite")}
+
+
+def upsert_run_daily(dialect_name: str) -> Any:
+    """The statement adding `run_daily_params(...)` to its run-rollup row."""
+    return _RUN_UPSERTS["postgresql" if dialect_name == "postgresql" else "sqlite"]
+
+
 async def rebuild_usage_daily(engine: AsyncEngine) -> None:
-    """Recompute the whole rollup from the ledger, in one transaction."""
+    """Recompute both rollups (usage and runs) from the ledger and the runs, in one transaction."""
     async with engine.begin() as conn:
         await conn.execute(sa.delete(usage_daily))
         await conn.execute(sa.text(REBUILD_SQL))
+        await conn.execute(sa.delete(run_daily))
+        await conn.execute(sa.text(RUN_REBUILD_SQL))

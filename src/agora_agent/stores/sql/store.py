@@ -40,8 +40,18 @@ from agora_agent.stores.base import (
 )
 from agora_agent.stores.sql import records as rec
 from agora_agent.stores.sql.quota import SqlQuotaStore, settle_reservation
-from agora_agent.stores.sql.rollup import upsert_usage_daily, usage_daily_params
-from agora_agent.stores.sql.tables import approval, message, run, thread, token_usage, tool_call
+from agora_agent.stores.sql.rollup import run_daily_params, upsert_run_daily, upsert_usage_daily, usage_daily_params
+from agora_agent.stores.sql.tables import (
+    MICROS_PER_DAY,
+    approval,
+    message,
+    run,
+    thread,
+    to_micros,
+    token_usage,
+    tool_call,
+    usage_daily,
+)
 from agora_agent.stores.sql.units import units_for
 
 __all__ = ["SqlAgentStore"]
@@ -102,7 +112,11 @@ _MESSAGE_BY_ID = sa.select(message).where(message.c.id == sa.bindparam("mid"))
 _TOOL_CALL_KEY = (tool_call.c.run_id == sa.bindparam("_run_id"), tool_call.c.id == sa.bindparam("_tool_call_id"))
 _UPDATE_TOOL_CALL = sa.update(tool_call).where(*_TOOL_CALL_KEY)  # SET columns = the keys of the parameters
 _TOOL_CALL = sa.select(tool_call).where(*_TOOL_CALL_KEY)
-_END_RUN = sa.update(run).where(run.c.id == sa.bindparam("_run_id"), run.c.status == "running")
+_END_RUN = (
+    sa.update(run)
+    .where(run.c.id == sa.bindparam("_run_id"), run.c.status == "running")
+    .returning(run.c.started_at, run.c.agent_name, run.c.finished_at)
+)
 _RUN = sa.select(run).where(run.c.id == sa.bindparam("_run_id"))
 _STREAMING = sa.update(thread).where(thread.c.id == sa.bindparam("tid")).values(active_stream_id=sa.bindparam("rid"))
 _RENAME_RUN_THREAD = (
@@ -500,6 +514,19 @@ class SqlAgentStore:
         await self._write(work)
 
     async def usage_tokens(self, actor_ref: str, start: datetime, end: datetime) -> int:
+        """Input + output tokens of the actor's ledger rows with start <= created_at <= end.
+
+        Whole UTC days (the quota endpoint's "today") are read from the daily rollup — a few rows by primary
+        key, kept in step with the ledger in the same transactions — instead of summing the ledger.
+        """
+        first, last = to_micros(start), to_micros(end) + 1
+        if first % MICROS_PER_DAY == 0 and last % MICROS_PER_DAY == 0 and last > first:
+            d = usage_daily.c
+            days = sa.select(sa.func.coalesce(sa.func.sum(d.input_tokens + d.output_tokens), 0)).where(
+                d.actor_ref == actor_ref, d.day >= first // MICROS_PER_DAY, d.day < last // MICROS_PER_DAY
+            )
+            by_day = await self._read(lambda conn: conn.scalar(days))
+            return int(by_day or 0)
         stmt = sa.select(
             sa.func.coalesce(sa.func.sum(token_usage.c.input_tokens + token_usage.c.output_tokens), 0)
         ).where(
@@ -517,8 +544,13 @@ class SqlAgentStore:
         values = asdict(record)
         conflict = f"run {record.id} already exists (or thread {record.thread_id} is unknown)"
 
+        rollup = run_daily_params(
+            record.started_at, record.agent_name, started=True, status=record.status, finished_at=record.finished_at
+        )
+
         def work(conn: sa.Connection) -> None:
             _insert_or_conflict(conn, run, values, conflict)
+            conn.execute(upsert_run_daily(conn.dialect.name), rollup)
             if active_stream:
                 conn.execute(_STREAMING, {"tid": record.thread_id, "rid": record.id})
 
@@ -550,7 +582,14 @@ class SqlAgentStore:
         def work(conn: sa.Connection) -> bool:
             if thread_title is not None:  # the title first, as the loop wrote it before the run end
                 conn.execute(_RENAME_RUN_THREAD, {"_run_id": run_id, "_title": thread_title})
-            return conn.execute(_END_RUN, values).rowcount > 0
+            ended = conn.execute(_END_RUN, values).first()
+            if ended is None:
+                return False
+            rollup = run_daily_params(
+                ended.started_at, ended.agent_name, started=False, status=status, finished_at=ended.finished_at
+            )
+            conn.execute(upsert_run_daily(conn.dialect.name), rollup)
+            return True
 
         return await self._write(work)
 

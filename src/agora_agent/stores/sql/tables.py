@@ -29,6 +29,7 @@ __all__ = [
     "metadata",
     "model_pricing",
     "run",
+    "run_daily",
     "thread",
     "to_micros",
     "token_usage",
@@ -251,6 +252,22 @@ run = sa.Table(
     sa.Index("ix_agent_run_status_started", "status", "started_at"),
     sa.Index("ix_agent_run_agent_started", "agent_name", "started_at"),
     sa.Index("ix_agent_run_thread", "thread_id", "started_at"),
+)
+
+run_daily = sa.Table(
+    "agent_run_daily",
+    metadata,
+    # `agent_run` counted per UTC day of `started_at` and agent ('' for runs without one), by status, kept in step
+    # by the store (same transaction as the run start and its first terminal state): run reliability reads this.
+    sa.Column("day", sa.Integer, primary_key=True, autoincrement=False),  # days since 1970-01-01
+    sa.Column("agent_name", sa.String(255), primary_key=True),
+    sa.Column("runs", sa.BigInteger, nullable=False),
+    sa.Column("completed", sa.BigInteger, nullable=False),
+    sa.Column("failed", sa.BigInteger, nullable=False),
+    sa.Column("cancelled", sa.BigInteger, nullable=False),
+    sa.Column("running", sa.BigInteger, nullable=False),
+    sa.Column("settled", sa.BigInteger, nullable=False),  # finished and not running: the runs with a duration
+    sa.Column("duration_ms", sa.BigInteger, nullable=False),  # sum of floor-ms(finished) - floor-ms(started)
 )
 
 budget_counter = sa.Table(
