@@ -15,6 +15,7 @@ from agora_agent.governance.quota import Budget, QuotaStore
 from agora_agent.models.base import ModelProvider
 from agora_agent.rag.access import RetrievalFilter, acl_filter
 from agora_agent.rag.retrievers import Retriever
+from agora_agent.runners.durable.settings import DurableConfig
 from agora_agent.stores.attachments import AttachmentStagingStore
 from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.sink import TokenSink
@@ -73,6 +74,9 @@ class AgentConfig:
       user's text and appends them to the system prompt. `retrieval_filter(actor) -> filter` scopes it;
       the default is `agora_agent.rag.acl_filter` (tenant + roles stamped at ingestion) — pass
       `agora_agent.rag.unscoped` (or None) to opt out explicitly. A filter that raises fails the run.
+    - `durable`: run every run as a DBOS workflow (True, or a `DurableConfig`): runs survive a crash and
+      resume from their last step, approvals and streams work from any process. Needs the `durable`
+      extra and a persistent store (docs/durable.md).
     - `debug`: show internal error messages to callers (401/403 reasons, failed-run details).
     - `on_event`: a function or coroutine function receiving typed lifecycle events
       (`agora_agent.observability`); its errors are logged and ignored.
@@ -107,6 +111,7 @@ class AgentConfig:
     redactor: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     debug: bool = False
     recover_interrupted_runs: bool | None = None
+    durable: bool | DurableConfig = False
     dashboard: bool | DashboardConfig = True
     on_event: EventHandler | None = None
     tracer_provider: Any = None

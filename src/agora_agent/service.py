@@ -41,6 +41,7 @@ from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
 from agora_agent.rag.inject import InjectRetrieval
+from agora_agent.runners.base import Runner, StreamingRunner
 from agora_agent.runners.inline import InlineRunner
 from agora_agent.stores.base import (
     AgentStore,
@@ -147,7 +148,7 @@ class AgentService:
         self.quota: QuotaStore | None = config.quota
         self.governance_queries: GovernanceQueries | None = None
         self._backend: Any = None
-        self._runner: InlineRunner | None = None
+        self._runner: Runner | None = None
         # Rendered thread history kept between runs: a run loads only what came after (loop/history.py).
         self._history = HistoryCache()
         self._started = False
@@ -180,10 +181,44 @@ class AgentService:
             else:
                 self.quota = MemoryQuotaStore(config.budget)
         self.governance_queries = self._resolve_governance_queries()
-        self._runner = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink, debug=config.debug)
-        if self._recovers_interrupted_runs():
-            await self._runner.recover_interrupted()
+        if config.durable:
+            try:
+                self._runner = await self._durable_runner()
+            except BaseException:
+                await self.close()  # a refused configuration leaves no connection open
+                raise
+        else:
+            inline = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink, debug=config.debug)
+            self._runner = inline
+            if self._recovers_interrupted_runs():
+                await inline.recover_interrupted()
         self._started = True
+
+    async def _durable_runner(self) -> Runner:
+        """The DBOS runner (`durable=True`): a ConfigurationError naming the extra when dbos is missing."""
+        from agora_agent.runners.durable import DurableConfig
+
+        try:
+            from agora_agent.runners.durable.runner import DurableRunner
+        except ImportError as exc:
+            raise ConfigurationError(
+                "durable runs need the `durable` extra: pip install 'agora-agent[durable]' (it brings dbos)"
+            ) from exc
+        if self.config.sink is not None:
+            raise ConfigurationError(
+                "durable runs number their frames across processes and publish them themselves: leave "
+                "AgentConfig.sink unset (a Redis stream is configured with DurableConfig(redis_url=...))"
+            )
+        setting = self.config.durable
+        runner = DurableRunner(
+            deps_for=self.deps_for,
+            store=self.store,
+            config=setting if isinstance(setting, DurableConfig) else DurableConfig(),
+            store_setting=self.config.store,
+            debug=self.config.debug,
+        )
+        await runner.launch()
+        return runner
 
     async def close(self) -> None:
         """Cancel runs in flight and release connections."""
@@ -240,7 +275,7 @@ class AgentService:
         return None
 
     @property
-    def runner(self) -> InlineRunner:
+    def runner(self) -> Runner:
         if self._runner is None:
             raise ConfigurationError("the agent service is not started: use `async with service` or `await start()`")
         return self._runner
@@ -337,6 +372,7 @@ class AgentService:
                 actor_ref=actor.id,
                 tenant_ref=actor.tenant_ref,
                 started_at=datetime.now(UTC),
+                durable=bool(self.config.durable),
             ),
             active_stream=True,
         )
@@ -367,6 +403,9 @@ class AgentService:
         run = await self.store.get_run(run_id)
         if run is None:
             raise NotFoundError("run not found")
+        runner = self.runner
+        if isinstance(runner, StreamingRunner):
+            return await runner.stream(run_id, after=after)
         if not await self.sink.has_stream(run_id) and run.status != "running":
             return _empty()
         return self.sink.subscribe(run_id, after=after)

@@ -103,6 +103,10 @@ class LoopHooks(Protocol):
 
     async def run_agent(self, agent_name: str, task: str) -> str: ...
 
+    # Optional: `async def tool_attempt(self, tool_call_id: str) -> int`, called inside a tool's step
+    # before the tool runs — which attempt this is (> 1 when a durable recovery re-runs an interrupted
+    # tool). Hooks without it run every tool as attempt 1.
+
 
 @dataclass(kw_only=True)
 class LoopResult:

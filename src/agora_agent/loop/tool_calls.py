@@ -156,6 +156,9 @@ async def _execute(
 
     async def tool_step() -> dict[str, Any]:
         # Errors become data inside the step, so a durable replay memoizes failures too.
+        attempt_of = getattr(hooks, "tool_attempt", None)  # optional hook (see LoopHooks)
+        if attempt_of is not None:
+            ctx.attempt = await attempt_of(call.id)
         try:
             output = await run_with_retry(attempt, deps.retry, on_retry=on_retry)
         except ToolError as exc:

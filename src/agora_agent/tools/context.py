@@ -34,6 +34,9 @@ class ToolContext:
     persona: str | None = None
     page_context: Mapping[str, Any] | None = None
     channel: str = "chat"
+    attempt: int = 1
+    """Which execution of this call this is: > 1 when a durable run re-runs a tool whose earlier attempt
+    was interrupted by a crash (same `idempotency_key`; dedupe on it)."""
     _emitter: ComponentEmitter = field(default=_no_emitter, repr=False)
 
     @property

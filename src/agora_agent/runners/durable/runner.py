@@ -1,0 +1,615 @@
+"""`DurableRunner`: every run is a DBOS workflow, so it survives a kill -9 and resumes where it stopped.
+
+Mapping (DESIGN §4, notes/dbos.md §7), DBOS async APIs only, launched inside the app's event loop:
+
+- one workflow per run, workflow id == run id; `hooks.step(name, fn)` → `DBOS.run_step_async` with the
+  loop's stable step names. A step's result is checkpointed as JSON (codec.py); replay returns it.
+- tokens are never checkpointed one by one: the model step publishes deltas to the live stream as they
+  come; only the finished turn is the step's result.
+- frames are numbered deterministically across executions, and every step's checkpoint also carries the
+  frames written since the previous step — the *journal*. A re-attach from any process, after any
+  restart, replays the journal (text, tool frames, components, errors) and then follows the run live.
+  The journal costs no extra write: it rides on the step checkpoint.
+- an approval = the store row (compare-and-set, server-authoritative, as inline) plus `recv` on the
+  per-call topic `approval:<tool_call_id>` with the approval's deadline; approve/reject from any
+  process writes the row and `send`s a wake-up with an idempotency key.
+- delegation = a child workflow with the deterministic id `<run_id>-agent-<n>`.
+- cancel = cancel the workflow and its children, end the run `cancelled`, close its pending approvals.
+- tool steps are at-least-once: the attempt number is kept in the workflow's events (written from
+  inside the step, so an interrupted attempt counts), `ctx.attempt` > 1 after a recovery, and the audit
+  row says an earlier attempt was interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from agora_agent.errors import AgoraError, ConfigurationError, NotFoundError, QuotaExceededError, RunError
+from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
+from agora_agent.runners.durable.codec import decode, encode
+from agora_agent.runners.durable.live import LiveFrames
+from agora_agent.runners.durable.settings import DurableConfig
+from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
+from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, StreamEvent, TextFrame, ToolFrame
+
+try:
+    from dbos import DBOS, SetWorkflowID, StepOptions
+    from dbos._error import DBOSWorkflowCancelledError
+    from dbos._serialization import DBOSPortableJSONSerializer
+except ImportError as exc:  # pragma: no cover - exercised by the config test in a venv without the extra
+    raise ConfigurationError(
+        "durable runs need the `durable` extra: pip install 'agora-agent[durable]' (it brings dbos)"
+    ) from exc
+
+__all__ = ["DurableRunner"]
+
+logger = logging.getLogger("agora_agent.durable")
+T = TypeVar("T")
+DepsFactory = Callable[[str], LoopDeps]
+
+NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
+CANCELLED_REASON = "the run was cancelled"
+TERMINAL = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+NO_DEADLINE_WAIT = 24 * 3600.0  # an approval without a deadline re-checks its row once a day
+PREEMPTIBLE_PREFIXES = ("llm:", "tool:")  # a cancel interrupts these in flight (notes exp g)
+
+_active: DurableRunner | None = None
+
+
+def _runner() -> DurableRunner:
+    if _active is None:
+        raise ConfigurationError("a durable workflow ran in a process whose DurableRunner is not started")
+    return _active
+
+
+async def _detached(coro: Coroutine[Any, Any, T]) -> T:
+    """Run outside any workflow context: a read made from a workflow body would otherwise be checkpointed
+    as a step and replayed stale after a recovery."""
+    task: asyncio.Task[T] = contextvars.Context().run(asyncio.create_task, coro)
+    return await task
+
+
+def _entry(seq: int, frame: Frame) -> list[Any]:
+    """One journal entry: text as a bare string (most entries), anything else tagged."""
+    return [seq, frame.delta if isinstance(frame, TextFrame) else encode(frame)]
+
+
+def _event(entry: list[Any]) -> StreamEvent:
+    seq, data = entry
+    frame = TextFrame(delta=data) if isinstance(data, str) else decode(data)
+    return StreamEvent(int(seq), frame)
+
+
+def _error_data(exc: Exception) -> dict[str, Any]:
+    return {"type": type(exc).__name__, "message": str(exc) or type(exc).__name__}
+
+
+def _rebuild_error(data: dict[str, Any]) -> Exception:
+    """A step failure read back from its checkpoint (replay): our own errors keep their class."""
+    message = str(data.get("message", ""))
+    if data.get("type") == "QuotaExceededError":
+        return QuotaExceededError(message)
+    return RunError(message)
+
+
+@dataclass
+class _Execution:
+    """One execution of one run's workflow (a recovery is a new execution of the same workflow)."""
+
+    run: RunInput
+    recorded: int  # how many of our steps this workflow had checkpointed when this execution began
+    nested: bool = False
+    calls: int = 0
+    seq: int = 0
+    pending: list[list[Any]] = field(default_factory=list)  # frames not yet in a checkpoint
+    capture: list[list[Any]] | None = None  # frames written inside the step now running
+    delegations: int = 0
+
+    @property
+    def replaying(self) -> bool:
+        return self.calls < self.recorded
+
+
+class _Writer:
+    """The run's `SinkWriter`: numbers frames, journals them, publishes them live (never while replaying)."""
+
+    def __init__(self, runner: DurableRunner, ex: _Execution) -> None:
+        self._runner = runner
+        self._ex = ex
+
+    async def write(self, frame: Frame) -> int:
+        ex = self._ex
+        if ex.nested:
+            frame = _forwarded(frame, ex.run.agent_name)
+        ex.seq += 1
+        if ex.replaying and ex.capture is None:
+            return ex.seq  # already in the journal, and its subscribers saw it the first time
+        entry = _entry(ex.seq, frame)
+        (ex.capture if ex.capture is not None else ex.pending).append(entry)
+        if not ex.nested:
+            self._runner.live.publish(ex.run.run_id, StreamEvent(ex.seq, frame))
+        return ex.seq
+
+    async def end(self) -> None:
+        return None  # the workflow's end ends the stream (see DurableRunner._execute)
+
+
+def _forwarded(frame: Frame, agent: str) -> Frame:
+    """A sub-agent's frame as the parent stream shows it (as inline: text becomes `agent` frames)."""
+    if isinstance(frame, TextFrame):
+        return AgentFrame(agent=agent, delta=frame.delta)
+    if isinstance(frame, ToolFrame) and frame.agent is None:
+        return ToolFrame(
+            tool_call_id=frame.tool_call_id,
+            name=frame.name,
+            kind=frame.kind,
+            status=frame.status,
+            input=frame.input,
+            output=frame.output,
+            error=frame.error,
+            agent=agent,
+        )
+    return frame
+
+
+class _Hooks:
+    """`LoopHooks` of one workflow execution."""
+
+    def __init__(self, runner: DurableRunner, ex: _Execution) -> None:
+        self._runner = runner
+        self._ex = ex
+        self.writer = _Writer(runner, ex)
+
+    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
+        ex = self._ex
+        ex.calls += 1
+        invoked = False
+        failure: Exception | None = None
+
+        async def body() -> dict[str, Any]:
+            nonlocal invoked, failure
+            invoked = True
+            ex.capture = []
+            try:
+                try:
+                    result: dict[str, Any] = {"v": encode(await fn())}
+                except Exception as exc:  # a failure is checkpointed too, so a replay fails the same way
+                    failure = exc
+                    result = {"e": _error_data(exc)}
+                result["f"] = ex.pending + ex.capture
+                return result
+            finally:
+                ex.capture = None
+
+        options: StepOptions = {"name": name}
+        if name.startswith(PREEMPTIBLE_PREFIXES):
+            options["preemptible"] = True
+        out = await DBOS.run_step_async(options, body)
+        if invoked:
+            ex.pending = []
+        elif out.get("f"):
+            ex.seq = max(ex.seq, int(out["f"][-1][0]))
+        if "e" in out:
+            raise failure if failure is not None else _rebuild_error(out["e"])
+        return decode(out.get("v"))  # type: ignore[no-any-return]
+
+    async def open_sink(self) -> _Writer:
+        return self.writer
+
+    async def tool_attempt(self, tool_call_id: str) -> int:
+        """Called inside the tool's step: count this attempt before the tool runs (at-least-once)."""
+        run_id = self._ex.run.run_id
+        key = f"attempt:{tool_call_id}"
+        previous = await DBOS.get_event_async(run_id, key, timeout_seconds=0)
+        attempt = int(previous or 0) + 1
+        await DBOS.set_event_async(key, attempt)
+        if attempt > 1:
+            logger.warning(
+                "run %s: tool call %s re-runs (attempt %d) after an interruption", run_id, tool_call_id, attempt
+            )
+            await self._runner.store.update_tool_call(
+                run_id,
+                tool_call_id,
+                ToolCallPatch(
+                    policy_decision=f"allowed; attempt {attempt - 1} was interrupted (unknown_after_crash), "
+                    f"re-run as attempt {attempt} with the same idempotency key"
+                ),
+            )
+        return attempt
+
+    async def await_approval(self, pending: PendingApproval) -> ApprovalDecision:
+        store = self._runner.store
+        run_id, call_id = pending.run_id, pending.tool_call_id
+        if self._ex.nested:  # nobody can be asked inside a delegated run (DLG-06)
+
+            async def decline() -> ApprovalRecord:
+                record, _ = await store.decide_approval(
+                    run_id, call_id, status="rejected", decided_by=None, reason=NESTED_DECLINE_REASON
+                )
+                return record
+
+            record = await self.step(f"approval:decline:{call_id}", decline)
+            return ApprovalDecision(status="rejected", decided_by=record.decided_by, reason=record.reason)
+
+        async def check() -> dict[str, Any]:
+            record = await store.get_approval(run_id, call_id)
+            if record is None:
+                raise NotFoundError(f"approval for tool call {call_id} disappeared")
+            if record.status == "pending" and record.deadline is not None and datetime.now(UTC) >= record.deadline:
+                record, _ = await store.decide_approval(
+                    run_id, call_id, status="expired", decided_by=None, reason="approval expired"
+                )
+            if record.status != "pending":
+                return {"status": record.status, "by": record.decided_by, "reason": record.reason}
+            if record.deadline is None:
+                return {"wait": NO_DEADLINE_WAIT}
+            return {"wait": max((record.deadline - datetime.now(UTC)).total_seconds(), 0.0) + 0.05}
+
+        n = 0
+        while True:
+            # The row is the authority; the message is only a wake-up. Both reads are checkpoints, so a
+            # replay takes the same path, and a decision made while no process ran is found on the row.
+            state = await self.step(f"approval:check:{call_id}:{n}", check)
+            if "status" in state:
+                return ApprovalDecision(status=state["status"], decided_by=state["by"], reason=state["reason"])
+            await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=float(state["wait"]))
+            n += 1
+
+    async def run_agent(self, agent_name: str, task: str) -> str:
+        ex = self._ex
+        n = ex.delegations
+        ex.delegations += 1
+        return await self._runner.run_child(self, ex.run, agent_name, task, n)
+
+
+class DurableRunner:
+    """Runs agent loops as DBOS workflows (one process-wide engine; see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        deps_for: DepsFactory,
+        store: AgentStore,
+        config: DurableConfig,
+        store_setting: object,
+        debug: bool = False,
+    ) -> None:
+        self.deps_for = deps_for
+        self.store = store
+        self.config = config
+        self.debug = debug
+        self.system_database_url = config.resolved_system_database_url(store_setting)
+        self.executor_id = config.resolved_executor_id()
+        self.live = LiveFrames()
+        self._fresh: set[str] = set()  # started here just now: nothing checkpointed yet
+        self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._workflow: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] | None = None
+        self._launched = False
+        self._closing = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def launch(self) -> None:
+        """Start the process-wide DBOS engine on this event loop and recover this executor's runs."""
+        global _active
+        if _active is not None and _active is not self:
+            raise ConfigurationError("only one durable AgentService can run per process (DBOS is a singleton)")
+        url = self.system_database_url
+        if url.startswith("sqlite"):
+            _enable_wal(url)
+        _active = self
+        self._workflow = _register_workflow(self.config.max_recovery_attempts)
+        DBOS(
+            config={
+                "name": self.config.name,
+                "system_database_url": url,
+                "executor_id": self.executor_id,
+                "application_version": self.config.application_version,
+                "notification_listener_polling_interval_sec": self.config.polling_interval,
+                "serializer": DBOSPortableJSONSerializer(),
+                "log_level": "WARNING",  # notes P16: cancellations and ownership checks log tracebacks
+            }
+        )
+        try:
+            DBOS.launch()  # inside the running loop: recovered workflows run on this loop (notes P6)
+        except BaseException:
+            DBOS.destroy(destroy_registry=True)
+            _active = None
+            raise
+        self._launched = True
+        await self._close_exhausted_runs()
+
+    async def close(self) -> None:
+        """Stop the engine. Runs in flight stay PENDING in the system database and resume on restart."""
+        global _active
+        self._closing = True  # runs stopped by a shutdown stay `running`: the next launch resumes them
+        for task in list(self._tasks.values()):
+            task.cancel()
+        if self._launched:
+            DBOS.destroy(destroy_registry=True)
+            self._launched = False
+        if _active is self:
+            _active = None
+
+    async def _close_exhausted_runs(self) -> None:
+        """Notes P15: a run that kept crashing its process is parked by DBOS; say so on the run row."""
+        stuck = await DBOS.list_workflows_async(status="MAX_RECOVERY_ATTEMPTS_EXCEEDED", name="agora.run")
+        for status in stuck:
+            message = (
+                f"the run crashed its process {self.config.max_recovery_attempts} times and was stopped "
+                "(MAX_RECOVERY_ATTEMPTS_EXCEEDED); see the server log"
+            )
+            if await self.store.record_run_end(status.workflow_id, status="failed", error=message):
+                logger.error("run %s: %s", status.workflow_id, message)
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    async def start(self, run: RunInput) -> str:
+        """Create the run's workflow (so approvals can be sent to it at once) and return its id."""
+        assert self._workflow is not None, "DurableRunner.launch() was not called"
+        self._fresh.add(run.run_id)
+        self.live.open(run.run_id, whole=True)
+        with SetWorkflowID(run.run_id):
+            await DBOS.start_workflow_async(self._workflow, {"run": encode(run)})
+        return run.run_id
+
+    async def _execute(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The workflow body: one execution of one run (first run, or a replay after a recovery)."""
+        run: RunInput = decode(payload["run"])
+        nested = bool(payload.get("nested"))
+        run_id = run.run_id
+        if run_id in self._fresh:
+            self._fresh.discard(run_id)
+            recorded = 0
+        else:
+            recorded = await self._recorded_steps(run_id)
+            if not nested:
+                self.live.open(run_id)
+        ex = _Execution(run=run, recorded=recorded, nested=nested)
+        hooks = _Hooks(self, ex)
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks[run_id] = task
+        status = "completed"
+        text = ""
+        try:
+            try:
+                result = await run_agent_loop(self.deps_for(run.agent_name), run, hooks)
+                text = result.text
+            except QuotaExceededError as exc:
+                status = "failed"
+                await self._fail(hooks, run_id, str(exc), ErrorFrame(message=str(exc), code="quota_exceeded"))
+            except Exception as exc:
+                status = "failed"
+                logger.exception("run %s failed", run_id)
+                message = str(exc) or type(exc).__name__
+                await self._fail(hooks, run_id, message, ErrorFrame(message=self._public(exc), code=type(exc).__name__))
+        except (asyncio.CancelledError, DBOSWorkflowCancelledError):
+            if not self._closing:
+                with contextlib.suppress(Exception):
+                    await self.store.record_run_end(run_id, status="cancelled")
+            self.live.end(run_id)
+            raise
+        finally:
+            self._tasks.pop(run_id, None)
+        frames = ex.pending
+        if nested:  # the parent copies a child's frames into its own stream, from its journal
+            frames = [e for e in await self._journal_entries(run_id) if int(e[0]) <= ex.seq] + ex.pending
+        self.live.end(run_id)
+        return {"status": status, "text": text, "f": frames}
+
+    async def _fail(self, hooks: _Hooks, run_id: str, message: str, frame: ErrorFrame) -> None:
+        await hooks.step(
+            "persist:run:failed", lambda: self.store.record_run_end(run_id, status="failed", error=message)
+        )
+        await hooks.writer.write(frame)
+
+    def _public(self, exc: Exception) -> str:
+        """As inline: our own errors are written for people; anything else may carry internals."""
+        if self.debug or isinstance(exc, AgoraError):
+            return str(exc) or type(exc).__name__
+        return "the run failed with an internal error (see the server log)"
+
+    async def run_child(self, hooks: _Hooks, parent: RunInput, agent_name: str, task: str, n: int) -> str:
+        """DLG-06 as a child workflow with a deterministic id; its frames join the parent's stream."""
+        store = self.store
+
+        async def setup() -> RunInput | str:
+            try:
+                self.deps_for(agent_name)
+            except NotFoundError:
+                return f'(no agent named "{agent_name}" is configured)'
+            thread = await store.create_thread(
+                actor_ref=parent.actor.id, tenant_ref=parent.actor.tenant_ref, persona="default", transient=True
+            )
+            child = RunInput(
+                run_id=f"{parent.run_id}-agent-{n}",
+                thread_id=thread.id,
+                actor=parent.actor,
+                user_text=task,
+                day=parent.day,
+                agent_name=agent_name,
+                parent_run_id=parent.run_id,
+                depth=parent.depth + 1,
+            )
+            await store.record_run_start(
+                RunRecord(
+                    id=child.run_id,
+                    thread_id=thread.id,
+                    agent_name=agent_name,
+                    actor_ref=parent.actor.id,
+                    tenant_ref=parent.actor.tenant_ref,
+                    started_at=datetime.now(UTC),
+                    durable=True,
+                    parent_run_id=parent.run_id,
+                )
+            )
+            return child
+
+        child = await hooks.step(f"agent:setup:{n}", setup)
+        if isinstance(child, str):
+            return child
+        assert self._workflow is not None
+        with SetWorkflowID(child.run_id):
+            handle = await DBOS.start_workflow_async(self._workflow, {"run": encode(child), "nested": True})
+        out: dict[str, Any] = await handle.get_result()
+        for entry in out.get("f") or []:
+            await hooks.writer.write(_event(entry).frame)
+        if out.get("status") != "completed":
+            raise RunError(f'the "{agent_name}" sub-agent failed')
+        return str(out.get("text", ""))
+
+    # -- approvals, cancel -------------------------------------------------------------------------
+
+    async def signal(self, run_id: str, tool_call_id: str, decision: ApprovalDecision | None = None) -> None:
+        """Wake the run parked on this tool call, in whichever process it is parked (or later)."""
+        if decision is not None:
+            await self.store.decide_approval(
+                run_id, tool_call_id, status=decision.status, decided_by=decision.decided_by, reason=decision.reason
+            )
+        with contextlib.suppress(Exception):  # the row is decided either way; a lost wake-up waits for the deadline
+            await DBOS.send_async(
+                run_id,
+                {"decided": True},
+                topic=f"approval:{tool_call_id}",
+                idempotency_key=f"{run_id}:{tool_call_id}:decided",
+            )
+
+    async def cancel(self, run_id: str) -> bool:
+        """End the run `cancelled`, close its pending approvals (a late decision is a 409), and cancel its
+        workflow and its children wherever they execute."""
+        changed = await self.store.record_run_end(run_id, status="cancelled")
+        for call in await self.store.list_tool_calls(run_id=run_id):
+            if call.status == "pending_approval":
+                _, closed = await self.store.decide_approval(
+                    run_id, call.id, status="expired", decided_by=None, reason=CANCELLED_REASON
+                )
+                if closed:
+                    await self.store.update_tool_call(
+                        run_id, call.id, ToolCallPatch(status="expired", error=CANCELLED_REASON)
+                    )
+        with contextlib.suppress(Exception):
+            await DBOS.cancel_workflow_async(run_id, cancel_children=True)
+        task = self._tasks.get(run_id)
+        if task is not None and not task.done():
+            task.cancel()  # do not wait for DBOS's poll to notice: stop the model call or tool now
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(task), 5)
+        self.live.end(run_id)
+        return changed
+
+    async def wait(self, run_id: str, timeout: float | None = None) -> None:
+        """Wait until the run's workflow is terminal (in any process)."""
+
+        async def poll() -> None:
+            while True:
+                status = await DBOS.get_workflow_status_async(run_id)
+                if status is None or status.status in TERMINAL:
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(_detached(poll()), timeout)
+
+    def is_active(self, run_id: str) -> bool:
+        task = self._tasks.get(run_id)
+        return task is not None and not task.done()
+
+    # -- streams -----------------------------------------------------------------------------------
+
+    async def stream(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
+        """Replay the journal after `after`, then follow live (here) or by polling the journal (elsewhere)."""
+        return self._stream(run_id, after or 0)
+
+    async def _stream(self, run_id: str, last: int) -> AsyncIterator[StreamEvent]:
+        while True:
+            if self.live.is_whole(run_id):
+                async for event in self.live.subscribe(run_id, after=last):
+                    yield event
+                return
+            terminal, entries = await self._journal(run_id)
+            for entry in entries:
+                if int(entry[0]) > last:
+                    event = _event(entry)
+                    last = event.id
+                    yield event
+            if terminal:
+                return
+            if self.live.holds(run_id):  # executing here since a recovery: the rest is live
+                async for event in self.live.subscribe(run_id, after=last):
+                    yield event
+                return
+            await asyncio.sleep(max(self.config.polling_interval, 0.1) * 3)
+
+    async def _journal(self, run_id: str) -> tuple[bool, list[list[Any]]]:
+        """(terminal, entries): the frames checkpointed so far, in order. Status first: once it is
+        terminal every step is recorded, so the read that follows is complete."""
+        status = await _detached(DBOS.get_workflow_status_async(run_id))
+        if status is None:
+            return True, []
+        terminal = status.status in TERMINAL
+        entries = await self._journal_entries(run_id)
+        if status.status == "SUCCESS" and isinstance(status.output, dict):
+            entries.extend(status.output.get("f") or [])
+        seen: set[int] = set()
+        unique = []
+        for entry in sorted(entries, key=lambda e: int(e[0])):
+            if int(entry[0]) not in seen:
+                seen.add(int(entry[0]))
+                unique.append(entry)
+        return terminal, unique
+
+    async def _journal_entries(self, run_id: str) -> list[list[Any]]:
+        steps = await _detached(DBOS.list_workflow_steps_async(run_id))
+        entries: list[list[Any]] = []
+        for step in steps:
+            output: Any = step.get("output")
+            if _is_ours(output, step.get("child_workflow_id")):
+                entries.extend(output["f"])
+        return entries
+
+    async def _recorded_steps(self, run_id: str) -> int:
+        steps = await _detached(DBOS.list_workflow_steps_async(run_id))
+        return len([s for s in steps if _is_ours(s.get("output"), s.get("child_workflow_id"))])
+
+
+def _is_ours(output: Any, child_workflow_id: str | None) -> bool:
+    """One of the loop's steps (DBOS's own recv/sleep/child steps are not)."""
+    return isinstance(output, dict) and "f" in output and child_workflow_id is None
+
+
+def _register_workflow(max_recovery_attempts: int) -> Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]]:
+    """Register the one workflow function (DBOS's registry is process-global and rebuilt per launch)."""
+
+    async def agora_run(payload: dict[str, Any]) -> dict[str, Any]:
+        return await _runner()._execute(payload)
+
+    wrapped: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] = DBOS.workflow(
+        name="agora.run", max_recovery_attempts=max_recovery_attempts
+    )(agora_run)
+    return wrapped
+
+
+def _enable_wal(url: str) -> None:
+    """Notes P4: DBOS opens SQLite with the rollback journal; WAL is persistent once set on the file."""
+    path = url.split("///", 1)[1] if "///" in url else ""
+    if not path or path.startswith(":memory:"):
+        return
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+
+
+def new_run_id() -> str:
+    """A run id (== its workflow id)."""
+    return uuid.uuid4().hex

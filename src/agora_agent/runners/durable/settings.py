@@ -1,0 +1,75 @@
+"""`DurableConfig`: how the durable runner reaches its engine. Importing this never imports dbos."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_APPLICATION_VERSION", "DurableConfig"]
+
+DEFAULT_APPLICATION_VERSION = "agora-1"
+"""Bump it deliberately when a change to the loop's step order would break the replay of runs in flight
+(docs/durable.md, "Rolling upgrades"). It is explicit because DBOS's default is a hash of the source code,
+which strands every in-flight run after any edit (notes P1)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DurableConfig:
+    """Settings of the durable runner (`AgentConfig(durable=DurableConfig(...))`; `durable=True` = defaults).
+
+    - `system_database_url`: where DBOS keeps workflow checkpoints. Default: next to a SQLite store
+      (`<store>.dbos.sqlite`), or the store's own PostgreSQL database (schema `dbos`).
+    - `executor_id`: unique and STABLE per process (a Kubernetes StatefulSet pod name, a systemd instance
+      name). Default: `AGORA_EXECUTOR_ID`, else the host name. Two live processes must never share one.
+    - `application_version`: runs are only resumed by processes of the same version.
+    - `max_recovery_attempts`: a run that crashes its process this many times ends `failed` instead of
+      crash-looping (DBOS's default is 100).
+    - `polling_interval`: how often SQLite waiters (approvals, results) poll; PostgreSQL uses LISTEN/NOTIFY.
+    - `worker_concurrency`: runs this process executes at once (the rest wait in the queue, `queued`).
+    - `tenant_concurrency`: optional cap of concurrent runs per tenant across all processes.
+    - `failover_after`: seconds without a heartbeat after which another process resumes a process's runs.
+    """
+
+    system_database_url: str | None = None
+    executor_id: str | None = None
+    application_version: str = DEFAULT_APPLICATION_VERSION
+    max_recovery_attempts: int = 5
+    polling_interval: float = 0.1
+    worker_concurrency: int = 20
+    tenant_concurrency: int | None = None
+    failover_after: float = 15.0
+    name: str = "agora-agent"
+
+    def resolved_executor_id(self) -> str:
+        """The configured id, else `AGORA_EXECUTOR_ID`, else the host name."""
+        return self.executor_id or os.environ.get("AGORA_EXECUTOR_ID") or socket.gethostname()
+
+    def resolved_system_database_url(self, store: object) -> str:
+        """The system database URL for this store (see the class docstring)."""
+        from agora_agent.errors import ConfigurationError
+
+        if self.system_database_url:
+            return _sync_url(self.system_database_url)
+        if isinstance(store, str):
+            if store.startswith("sqlite"):
+                path = store.split("///", 1)[1] if "///" in store else ""
+                if not path or path == ":memory:":
+                    raise ConfigurationError("durable runs need a SQLite FILE store, not an in-memory one")
+                return f"sqlite:///{path}.dbos.sqlite"
+            if store.startswith("postgres"):
+                return _sync_url(store)
+        raise ConfigurationError(
+            "durable=True needs a persistent store: AgentConfig(store='sqlite:///agent.db' or a PostgreSQL URL), "
+            "or DurableConfig(system_database_url=...) next to your own store"
+        )
+
+
+def _sync_url(url: str) -> str:
+    """DBOS drives its system database with sync drivers (sqlite3, psycopg)."""
+    for prefix in ("postgresql+asyncpg://", "postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    if url.startswith("sqlite+aiosqlite://"):
+        return "sqlite://" + url[len("sqlite+aiosqlite://") :]
+    return url

@@ -1,0 +1,89 @@
+"""The app the durable kill tests run under uvicorn (one process per start, killed with SIGKILL).
+
+Environment: AGORA_TEST_STORE (SQLite/PostgreSQL URL), AGORA_TEST_LEDGER (a directory the tools write
+their side effects to, one file per effect, named by idempotency key and attempt), AGORA_EXECUTOR_ID.
+Markers in the ledger directory tell the test where a run is, so it can kill the process there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from agora_agent import AgentConfig, AgentService, HeaderActorResolver, ToolContext, tool
+from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
+from agora_agent.models.base import TextCallback
+from agora_agent.runners.durable import DurableConfig
+from agora_agent.web import agent_router
+
+LEDGER = Path(os.environ.get("AGORA_TEST_LEDGER", "."))
+
+
+def mark(name: str) -> None:
+    (LEDGER / name).write_text(str(os.getpid()))
+
+
+class SlowModel:
+    """Streams its text a word at a time, slowly enough to be killed mid-sentence."""
+
+    model_id = "slow-model"
+
+    async def run_turn(self, request: ModelRequest, on_text: TextCallback) -> ModelTurn:
+        last = request.messages[-1]
+        topic = next(m.content for m in reversed(request.messages) if m.role == "user")
+        if last.role == "tool":
+            await on_text("finished")
+            return ModelTurn(text="finished", usage=Usage(input_tokens=2, output_tokens=1))
+        if "stream" in topic:
+            words = [f"word{i} " for i in range(30)]
+            for i, word in enumerate(words):
+                await on_text(word)
+                if i == 5:
+                    mark("streaming")
+                await asyncio.sleep(0.05)
+            return ModelTurn(text="".join(words), usage=Usage(input_tokens=1, output_tokens=30))
+        name, args = ("slow_write", {}) if "tool" in topic else ("pay", {"amount": 5})
+        return ModelTurn(text="working ", tool_calls=(ToolCall(id="c1", name=name, input=args),))
+
+
+@tool
+async def slow_write(ctx: ToolContext) -> dict[str, object]:
+    """Write one ledger row; the first attempt hangs so the test can kill the process inside the tool."""
+    mark(f"tool-attempt-{ctx.attempt}")
+    if ctx.attempt == 1:
+        await asyncio.sleep(60)
+    (LEDGER / f"effect-{ctx.idempotency_key}").write_text(str(ctx.attempt))
+    return {"attempt": ctx.attempt, "key": ctx.idempotency_key}
+
+
+@tool(kind="action", roles=["user"])
+def pay(amount: int, ctx: ToolContext) -> str:
+    """Pay; one ledger file per execution."""
+    (LEDGER / f"effect-{ctx.idempotency_key}-{ctx.attempt}").write_text(str(amount))
+    return f"paid {amount}"
+
+
+def create_app() -> FastAPI:
+    config = AgentConfig(
+        model=SlowModel(),
+        tools=[slow_write, pay],
+        store=os.environ["AGORA_TEST_STORE"],
+        actor_resolver=HeaderActorResolver(),
+        durable=DurableConfig(executor_id=os.environ.get("AGORA_EXECUTOR_ID", "kill-test")),
+    )
+    service = AgentService.from_config(config)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with service:
+            mark(f"up-{os.getpid()}")
+            yield
+
+    app = FastAPI(lifespan=lifespan)
+    app.include_router(agent_router(service))
+    return app

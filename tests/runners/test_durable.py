@@ -1,0 +1,262 @@
+"""The durable runner's own guarantees, in process on a SQLite file (issue #11).
+
+Restarts are simulated by closing one service and starting another on the same files (DBOS is a
+process-wide singleton, so one durable service runs at a time); the real SIGKILL checks are in
+test_durable_kill.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+from contextlib import closing
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agora_agent import Actor, AgentConfig, AgentService, ConfigurationError, ConflictError, ToolContext, tool
+from agora_agent.messages import ModelRequest, ModelTurn, Usage
+from agora_agent.models.base import TextCallback
+from agora_agent.runners.durable import DurableConfig
+from agora_agent.streaming.frames import StreamEvent, TextFrame
+from agora_agent.streaming.sink import MemoryTokenSink
+from agora_agent.testing import (
+    FakeModel,
+    ScriptedTurn,
+    ToolCallRequest,
+    collect_frames,
+    echo_script,
+    sequence_script,
+    wait_for_tool_status,
+)
+
+ALICE = Actor("alice", roles=("support",))
+effects: list[str] = []
+
+
+@tool(kind="action", roles=["support"])
+def pay(amount: int, ctx: ToolContext) -> str:
+    """Pay someone."""
+    effects.append(f"{ctx.idempotency_key}#{ctx.attempt}")
+    return f"paid {amount}"
+
+
+@tool
+def lookup(order: int) -> dict[str, Any]:
+    """Look an order up."""
+    return {"order": order, "status": "shipped"}
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    effects.clear()
+
+
+def config(tmp_path: Path, model: Any, **kwargs: Any) -> AgentConfig:
+    return AgentConfig(
+        model=model,
+        tools=[pay, lookup],
+        store=f"sqlite:///{tmp_path / 'agent.db'}",
+        durable=DurableConfig(executor_id="durable-test"),
+        **kwargs,
+    )
+
+
+def pay_script() -> Any:
+    return sequence_script(
+        ScriptedTurn(text="checking ", tool_calls=[ToolCallRequest("lookup", {"order": 7})]),
+        ScriptedTurn(text="paying ", tool_calls=[ToolCallRequest("pay", {"amount": 5})]),
+        ScriptedTurn(text="all done"),
+    )
+
+
+async def events_of(service: AgentService, run_id: str, after: int | None = None) -> list[StreamEvent]:
+    return [e async for e in await service.stream(run_id, after=after)]
+
+
+async def test_a_restarted_process_replays_the_journal_and_resumes_after_last_event_id(tmp_path: Path) -> None:
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as first:
+        started = await first.chat(ALICE, "pay order 7")
+        pending = await wait_for_tool_status(first, started.run_id)
+        await first.approve(ALICE, started.run_id, pending.tool_call_id)
+        await first.wait_for_run(started.run_id, timeout=20)
+        original = await events_of(first, started.run_id)
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as second:
+        replayed = await events_of(second, started.run_id)
+        assert replayed == original  # same ids, same frames: text, tool frames, in order
+        assert [e.id for e in replayed] == list(range(1, len(replayed) + 1))
+        assert "".join(e.frame.delta for e in replayed if isinstance(e.frame, TextFrame)) == "checking paying all done"
+        middle = replayed[4].id
+        assert await events_of(second, started.run_id, after=middle) == replayed[5:]
+        assert effects == [f"{started.run_id}:call-1-pay#1"]
+
+
+async def test_the_system_database_holds_json_and_runs_on_wal(tmp_path: Path) -> None:
+    async with AgentService.from_config(config(tmp_path, FakeModel(echo_script("hi")))) as service:
+        started = await service.chat(ALICE, "hello")
+        await service.wait_for_run(started.run_id, timeout=20)
+    with closing(sqlite3.connect(tmp_path / "agent.db.dbos.sqlite")) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        rows = conn.execute(
+            "SELECT function_name, serialization, output FROM operation_outputs WHERE workflow_uuid = ?",
+            (started.run_id,),
+        ).fetchall()
+        (version, executor) = conn.execute(
+            "SELECT application_version, executor_id FROM workflow_status WHERE workflow_uuid = ?",
+            (started.run_id,),
+        ).fetchone()
+        (inputs,) = conn.execute("SELECT * FROM workflow_input WHERE workflow_uuid = ?", (started.run_id,)).fetchone()[
+            1:2
+        ]
+    assert {name for name, _, _ in rows} >= {"persist:user", "load:thread", "llm:0", "persist:run:end"}
+    assert {serialization for _, serialization, _ in rows} == {"portable_json"}  # never pickle (notes P9)
+    llm = next(json.loads(out) for name, _, out in rows if name == "llm:0")
+    assert llm["v"]["$c"] == "ModelTurn" and llm["v"]["f"]["text"] == "hi"
+    assert json.loads(inputs)["positionalArgs"][0]["run"]["f"]["run_id"] == started.run_id
+    assert (version, executor) == ("agora-1", "durable-test")
+
+
+async def test_cancel_closes_pending_approvals_so_a_late_decision_is_409(tmp_path: Path) -> None:
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as service:
+        started = await service.chat(ALICE, "pay")
+        pending = await wait_for_tool_status(service, started.run_id)
+        assert await service.cancel(started.run_id) is True
+        run = await service.wait_for_run(started.run_id, timeout=10)
+        assert run.status == "cancelled"
+        with pytest.raises(ConflictError, match="already expired") as late:
+            await service.approve(ALICE, started.run_id, pending.tool_call_id)
+        assert late.value.detail["reason"] == "the run was cancelled"
+        row = await service.store.get_tool_call(started.run_id, pending.tool_call_id)
+        assert row is not None and row.status == "expired"
+        frames = await collect_frames(service, started.run_id)  # the stream ends; nothing executed
+        assert frames.statuses(pending.tool_call_id) == ["pending_approval"]
+        assert effects == []
+
+
+class EndlessModel:
+    """Streams until cancelled."""
+
+    model_id = "endless"
+
+    def __init__(self) -> None:
+        self.cancelled = asyncio.Event()
+
+    async def run_turn(self, request: ModelRequest, on_text: TextCallback) -> ModelTurn:
+        try:
+            for i in range(100_000):
+                await on_text(f"w{i} ")
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return ModelTurn(text="never", usage=Usage())
+
+
+async def test_cancel_interrupts_the_model_call_in_flight(tmp_path: Path) -> None:
+    model = EndlessModel()
+    async with AgentService.from_config(config(tmp_path, model)) as service:
+        started = await service.chat(ALICE, "talk forever")
+        seen: list[StreamEvent] = []
+        async for event in await service.stream(started.run_id):
+            seen.append(event)
+            if len(seen) == 5:
+                assert await service.cancel(started.run_id) is True
+        await asyncio.wait_for(model.cancelled.wait(), 5)
+        assert (await service.get_run(started.run_id)).status == "cancelled"  # type: ignore[union-attr]
+        assert len(seen) < 200  # the stream ended soon after the cancel
+
+
+async def test_an_approval_past_its_deadline_expires_and_the_model_is_told(tmp_path: Path) -> None:
+    @tool(kind="action", roles=["support"], approval_ttl=timedelta(milliseconds=300))
+    def wire(amount: int) -> str:
+        """Wire money."""
+        return "wired"
+
+    model = FakeModel(
+        sequence_script(ScriptedTurn(tool_calls=[ToolCallRequest("wire", {"amount": 1})]), ScriptedTurn(text="ok"))
+    )
+    async with AgentService.from_config(
+        AgentConfig(
+            model=model,
+            tools=[wire],
+            store=f"sqlite:///{tmp_path / 'agent.db'}",
+            durable=DurableConfig(executor_id="ttl-test"),
+        )
+    ) as service:
+        started = await service.chat(ALICE, "wire 1")
+        run = await service.wait_for_run(started.run_id, timeout=10)
+        assert run.status == "completed"
+        approval = await service.store.get_approval(started.run_id, "call-0-wire")
+        assert approval is not None and approval.status == "expired"
+        result = model.requests[-1].messages[-1].tool_results[0]
+        assert result.is_error and json.loads(result.content)["reason"] == "approval expired"
+
+
+async def test_delegation_is_a_child_workflow_with_a_deterministic_id(tmp_path: Path) -> None:
+    from agora_agent import AgentDefinition
+
+    def script(request: ModelRequest, i: int) -> ScriptedTurn:
+        if request.system.startswith("You analyse"):
+            return ScriptedTurn(text="Sales are up.")
+        if i == 0:
+            return ScriptedTurn(tool_calls=[ToolCallRequest(name="ask_analyst", input={"task": "trend?"})])
+        return ScriptedTurn(text="Up, says the analyst.")
+
+    analyst = AgentDefinition(name="analyst", system_prompt="You analyse sales.")
+    cfg = config(
+        tmp_path, FakeModel(script), default_agent=AgentDefinition(delegates_to=("analyst",)), agents=[analyst]
+    )
+    async with AgentService.from_config(cfg) as service:
+        started = await service.chat(ALICE, "sales?")
+        await service.wait_for_run(started.run_id, timeout=20)
+        child = await service.get_run(f"{started.run_id}-agent-0")
+        assert child is not None and (child.status, child.parent_run_id) == ("completed", started.run_id)
+        frames = await collect_frames(service, started.run_id)
+        assert frames.agent_text == "Sales are up."
+        assert frames.text == "Up, says the analyst."
+    with closing(sqlite3.connect(tmp_path / "agent.db.dbos.sqlite")) as conn:
+        (parent,) = conn.execute(
+            "SELECT parent_workflow_id FROM workflow_status WHERE workflow_uuid = ?", (f"{started.run_id}-agent-0",)
+        ).fetchone()
+    assert parent == started.run_id
+
+
+async def test_durable_is_refused_without_a_persistent_store_or_with_a_custom_sink(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="persistent store"):
+        await AgentService.from_config(AgentConfig(model=FakeModel(echo_script()), durable=True)).start()
+    with pytest.raises(ConfigurationError, match="sink"):
+        await AgentService.from_config(
+            AgentConfig(
+                model=FakeModel(echo_script()),
+                store=f"sqlite:///{tmp_path / 'a.db'}",
+                sink=MemoryTokenSink(),
+                durable=True,
+            )
+        ).start()
+
+
+async def test_durable_without_the_extra_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "dbos", None)  # as in a venv without agora-agent[durable]
+    monkeypatch.delitem(sys.modules, "agora_agent.runners.durable.runner", raising=False)
+    service = AgentService.from_config(
+        AgentConfig(model=FakeModel(echo_script()), store=f"sqlite:///{tmp_path / 'a.db'}", durable=True)
+    )
+    with pytest.raises(ConfigurationError, match=r"agora-agent\[durable\]"):
+        await service.start()
+    await service.close()
+
+
+async def test_a_graceful_shutdown_leaves_runs_running_and_the_next_start_resumes_them(tmp_path: Path) -> None:
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as first:
+        started = await first.chat(ALICE, "pay order 7")
+        pending = await wait_for_tool_status(first, started.run_id)
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as second:
+        assert (await second.get_run(started.run_id)).status == "running"  # type: ignore[union-attr]
+        await second.approve(ALICE, started.run_id, pending.tool_call_id)
+        run = await second.wait_for_run(started.run_id, timeout=20)
+        assert run.status == "completed"
+        assert effects == [f"{started.run_id}:call-1-pay#1"]
