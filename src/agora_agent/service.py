@@ -54,7 +54,8 @@ from agora_agent.stores.base import (
 )
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.frames import StreamEvent
-from agora_agent.streaming.sink import MemoryTokenSink, TokenSink
+from agora_agent.streaming.sink import MemoryTokenSink, StreamGap, StreamUnavailable, TokenSink
+from agora_agent.streaming.transcript import follow_transcript
 from agora_agent.tools.discovery import discover_tools
 from agora_agent.tools.registry import ToolRegistry
 from agora_agent.tools.retry import TransientRetry
@@ -197,17 +198,13 @@ class AgentService:
     async def _durable_runner(self) -> Runner:
         """The DBOS runner (`durable=True`): a ConfigurationError naming the extra when dbos is missing."""
         from agora_agent.runners.durable import DurableConfig
+        from agora_agent.runners.durable.runner import DurableRunner  # ConfigurationError without the extra
 
-        try:
-            from agora_agent.runners.durable.runner import DurableRunner
-        except ImportError as exc:
-            raise ConfigurationError(
-                "durable runs need the `durable` extra: pip install 'agora-agent[durable]' (it brings dbos)"
-            ) from exc
-        if self.config.sink is not None:
+        sink = self.config.sink
+        if sink is not None and not callable(getattr(sink, "publish", None)):
             raise ConfigurationError(
                 "durable runs number their frames across processes and publish them themselves: leave "
-                "AgentConfig.sink unset (a Redis stream is configured with DurableConfig(redis_url=...))"
+                "AgentConfig.sink unset, or use RedisTokenSink to stream them through Redis"
             )
         setting = self.config.durable
         runner = DurableRunner(
@@ -216,6 +213,7 @@ class AgentService:
             config=setting if isinstance(setting, DurableConfig) else DurableConfig(),
             store_setting=self.config.store,
             debug=self.config.debug,
+            redis=sink,
         )
         await runner.launch()
         return runner
@@ -398,7 +396,7 @@ class AgentService:
                 ...
 
         Awaiting it checks the run first, so NotFoundError (unknown run) is raised before any frame.
-        A finished run whose frames this process no longer holds yields nothing.
+        A run whose frames this process does not hold replays its stored transcript (streaming/transcript.py).
         """
         run = await self.store.get_run(run_id)
         if run is None:
@@ -406,9 +404,10 @@ class AgentService:
         runner = self.runner
         if isinstance(runner, StreamingRunner):
             return await runner.stream(run_id, after=after)
-        if not await self.sink.has_stream(run_id) and run.status != "running":
-            return _empty()
-        return self.sink.subscribe(run_id, after=after)
+        if not await self.sink.has_stream(run_id) and not self.runner.is_active(run_id):
+            # Not in this process (a restart, another process): never an empty stream — the stored transcript.
+            return follow_transcript(self.store, run_id, after=after)
+        return _with_fallback(self.sink.subscribe(run_id, after=after), self.store, run_id)
 
     # -- approvals ---------------------------------------------------------------------------------
 
@@ -559,9 +558,17 @@ def _standing(approval: ApprovalRecord) -> dict[str, Any]:
     }
 
 
-async def _empty() -> AsyncIterator[StreamEvent]:
-    return
-    yield  # pragma: no cover - makes this an async generator
+async def _with_fallback(
+    events: AsyncIterator[StreamEvent], store: AgentStore, run_id: str
+) -> AsyncIterator[StreamEvent]:
+    """A sink that loses the stream (Redis down, frames trimmed) hands over to the stored transcript."""
+    try:
+        async for event in events:
+            yield event
+    except (StreamGap, StreamUnavailable) as exc:
+        logger.warning("run %s: %s; replaying the stored transcript", run_id, exc)
+        async for event in follow_transcript(store, run_id):
+            yield event
 
 
 def _inject_retrieval(config: AgentConfig) -> InjectRetrieval | None:

@@ -75,7 +75,7 @@ def pay_script() -> Any:
 
 
 async def events_of(service: AgentService, run_id: str, after: int | None = None) -> list[StreamEvent]:
-    return [e async for e in await service.stream(run_id, after=after)]
+    return [e async for e in await service.subscribe(run_id, after=after)]
 
 
 async def test_a_restarted_process_replays_the_journal_and_resumes_after_last_event_id(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ async def test_cancel_interrupts_the_model_call_in_flight(tmp_path: Path) -> Non
     async with AgentService.from_config(config(tmp_path, model)) as service:
         started = await service.chat(ALICE, "talk forever")
         seen: list[StreamEvent] = []
-        async for event in await service.stream(started.run_id):
+        async for event in await service.subscribe(started.run_id):
             seen.append(event)
             if len(seen) == 5:
                 assert await service.cancel(started.run_id) is True

@@ -1,6 +1,6 @@
 """The loop's end-to-end checks again, every run a DBOS workflow on a SQLite file (issue #11).
 
-The same assertions as tests/core/test_loop.py: durable runs behave like inline ones from the outside.
+The same assertions as tests/loop/test_service_loop.py: durable runs behave like inline ones from the outside.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from agora_agent import AgentConfig, AgentService
 from agora_agent.runners.durable import DurableConfig
 from agora_agent.testing import FakeModel
-from tests.core import test_loop
-from tests.core.test_loop import *  # noqa: F403  (re-collect every test with the durable factory below)
-from tests.core.test_loop import RefundOrder, _reset_refunds, lookup_order  # noqa: F401 (autouse fixture)
+from tests.loop import test_service_loop as test_loop
+from tests.loop.test_service_loop import *  # noqa: F403  (re-collect every test with the durable factory below)
+from tests.loop.test_service_loop import RefundOrder, _reset_refunds, lookup_order  # noqa: F401 (autouse fixture)
 
 
 @pytest.fixture

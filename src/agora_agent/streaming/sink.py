@@ -16,9 +16,24 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from agora_agent.errors import AgoraError
 from agora_agent.streaming.frames import Frame, StreamEvent
 
-__all__ = ["MemoryTokenSink", "SinkWriter", "TokenSink"]
+
+class StreamGap(AgoraError):
+    """A sink no longer holds the frames after `after` (trimmed); answer from the store instead."""
+
+    def __init__(self, run_id: str, after: int, first_available: int) -> None:
+        super().__init__(f"run {run_id}: frames {after + 1}..{first_available - 1} are no longer in the stream")
+        self.after = after
+        self.first_available = first_available
+
+
+class StreamUnavailable(AgoraError):
+    """The sink's backend cannot be reached (e.g. Redis is down); answer from the store instead."""
+
+
+__all__ = ["MemoryTokenSink", "SinkWriter", "StreamGap", "StreamUnavailable", "TokenSink"]
 
 
 @runtime_checkable

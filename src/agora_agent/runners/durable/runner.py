@@ -40,6 +40,7 @@ from agora_agent.runners.durable.live import LiveFrames
 from agora_agent.runners.durable.settings import DurableConfig
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, StreamEvent, TextFrame, ToolFrame
+from agora_agent.streaming.sink import StreamGap, StreamUnavailable
 
 try:
     from dbos import DBOS, SetWorkflowID, StepOptions
@@ -136,7 +137,7 @@ class _Writer:
         entry = _entry(ex.seq, frame)
         (ex.capture if ex.capture is not None else ex.pending).append(entry)
         if not ex.nested:
-            self._runner.live.publish(ex.run.run_id, StreamEvent(ex.seq, frame))
+            self._runner.publish(ex.run.run_id, StreamEvent(ex.seq, frame))
         return ex.seq
 
     async def end(self) -> None:
@@ -282,8 +283,10 @@ class DurableRunner:
         config: DurableConfig,
         store_setting: object,
         debug: bool = False,
+        redis: Any = None,
     ) -> None:
         self.deps_for = deps_for
+        self.redis = redis  # a RedisTokenSink: frames reach every process, token by token
         self.store = store
         self.config = config
         self.debug = debug
@@ -351,6 +354,16 @@ class DurableRunner:
             if await self.store.record_run_end(status.workflow_id, status="failed", error=message):
                 logger.error("run %s: %s", status.workflow_id, message)
 
+    def publish(self, run_id: str, event: StreamEvent) -> None:
+        self.live.publish(run_id, event)
+        if self.redis is not None:
+            self.redis.publish(run_id, event)
+
+    async def _end_stream(self, run_id: str) -> None:
+        self.live.end(run_id)
+        if self.redis is not None:
+            await self.redis.end_stream(run_id)
+
     # -- runs --------------------------------------------------------------------------------------
 
     async def start(self, run: RunInput) -> str:
@@ -397,14 +410,16 @@ class DurableRunner:
             if not self._closing:
                 with contextlib.suppress(Exception):
                     await self.store.record_run_end(run_id, status="cancelled")
-            self.live.end(run_id)
+                if not nested:
+                    await self._end_stream(run_id)
             raise
         finally:
             self._tasks.pop(run_id, None)
         frames = ex.pending
         if nested:  # the parent copies a child's frames into its own stream, from its journal
             frames = [e for e in await self._journal_entries(run_id) if int(e[0]) <= ex.seq] + ex.pending
-        self.live.end(run_id)
+        else:
+            await self._end_stream(run_id)
         return {"status": status, "text": text, "f": frames}
 
     async def _fail(self, hooks: _Hooks, run_id: str, message: str, frame: ErrorFrame) -> None:
@@ -504,7 +519,7 @@ class DurableRunner:
             task.cancel()  # do not wait for DBOS's poll to notice: stop the model call or tool now
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(task), 5)
-        self.live.end(run_id)
+        await self._end_stream(run_id)
         return changed
 
     async def wait(self, run_id: str, timeout: float | None = None) -> None:
@@ -531,10 +546,21 @@ class DurableRunner:
 
     async def _stream(self, run_id: str, last: int) -> AsyncIterator[StreamEvent]:
         while True:
-            if self.live.is_whole(run_id):
+            if self.live.is_whole(run_id):  # started here: every frame is in this process
                 async for event in self.live.subscribe(run_id, after=last):
                     yield event
                 return
+            if self.redis is not None:
+                try:
+                    if await self.redis.has_stream(run_id):
+                        async for event in self.redis.subscribe(run_id, after=last):
+                            last = event.id
+                            yield event
+                        return
+                except StreamGap:
+                    pass  # trimmed: the journal below has every frame, then Redis again
+                except StreamUnavailable:
+                    logger.warning("run %s: Redis unavailable, streaming from the journal", run_id)
             terminal, entries = await self._journal(run_id)
             for entry in entries:
                 if int(entry[0]) > last:

@@ -1,0 +1,67 @@
+"""Re-attach to a run this process does not hold replays its stored transcript — never an empty stream."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agora_agent import Actor, AgentConfig, AgentService, ToolContext, tool
+from agora_agent.streaming.frames import ErrorFrame, TextFrame, ToolFrame
+from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, sequence_script
+
+ALICE = Actor("alice", roles=("support",))
+hang = asyncio.Event()
+
+
+@tool
+def lookup(order: int) -> dict[str, object]:
+    """Look an order up."""
+    return {"order": order, "status": "shipped"}
+
+
+@tool
+async def stuck(ctx: ToolContext) -> str:
+    """Never returns in this test."""
+    hang.set()
+    await asyncio.Event().wait()
+    return "never"
+
+
+def script(name: str) -> object:
+    return sequence_script(
+        ScriptedTurn(
+            text="Looking it up. ", tool_calls=[ToolCallRequest(name, {"order": 7} if name == "lookup" else {})]
+        ),
+        ScriptedTurn(text="It has shipped."),
+    )
+
+
+async def test_a_finished_run_replays_text_and_tool_frames_after_a_restart(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    async with AgentService.from_config(AgentConfig(model=FakeModel(script("lookup")), tools=[lookup], store=url)) as a:
+        started = await a.chat(ALICE, "where is order 7?")
+        await a.wait_for_run(started.run_id, timeout=10)
+    async with AgentService.from_config(AgentConfig(model=FakeModel(script("lookup")), tools=[lookup], store=url)) as b:
+        events = [e async for e in await b.subscribe(started.run_id)]
+        frames = [e.frame for e in events]
+        assert [e.id for e in events] == [1, 2, 3]
+        assert frames[0] == TextFrame(delta="Looking it up. ")
+        assert isinstance(frames[1], ToolFrame) and (frames[1].status, frames[1].output) == (
+            "executed",
+            {"order": 7, "status": "shipped"},
+        )
+        assert frames[2] == TextFrame(delta="It has shipped.")
+        assert [e.id for e in [e async for e in await b.subscribe(started.run_id, after=2)]] == [3]
+
+
+async def test_an_interrupted_run_replays_its_error(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    crashed = AgentService.from_config(AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url))
+    await crashed.start()
+    started = await crashed.chat(ALICE, "do it")
+    await asyncio.wait_for(hang.wait(), 5)
+    async with AgentService.from_config(AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url)) as b:
+        frames = [e.frame async for e in await b.subscribe(started.run_id)]
+        assert isinstance(frames[1], ToolFrame) and frames[1].status == "failed"
+        assert isinstance(frames[-1], ErrorFrame) and frames[-1].message.startswith("interrupted")
+    await crashed.close()
