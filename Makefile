@@ -18,7 +18,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 # The demo needs the core, the OpenAI adapter (for AGORA_MODEL / an OpenAI-compatible server) and the rag extra
 # (its help centre lives in the SQLite vector store), not the dev tools.
 $(DEMO_STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[openai,rag]'
+	$(BIN)/python -m pip install -q -e '.[openai,rag,durable]'
 	touch $(DEMO_STAMP)
 
 lint: $(STAMP)

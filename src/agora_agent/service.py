@@ -469,6 +469,23 @@ class AgentService:
         await self.runner.signal(run_id, tool_call_id)
         return record
 
+    async def readiness(self) -> dict[str, bool]:
+        """What `GET /readyz` reports: the store answers, Redis answers (when the sink is Redis), and the
+        durable engine is launched and reaches its system database (when `durable` is on)."""
+        checks: dict[str, bool] = {"store": False}
+        try:
+            await self.store.get_run("readyz-probe")
+            checks["store"] = self._started
+        except Exception:
+            logger.warning("readiness: the store does not answer", exc_info=True)
+        ping = getattr(self.sink, "ping", None)
+        if callable(ping):
+            checks["redis"] = bool(await ping())
+        if self.config.durable:
+            ready = getattr(self._runner, "ready", None)
+            checks["durable"] = bool(await ready()) if callable(ready) else False
+        return checks
+
     async def pending_approvals(self, actor_ref: str | None = None, *, limit: int = 50) -> list[ApprovalRecord]:
         """Pending approvals, oldest first, optionally for one requester."""
         return await self.store.list_pending_approvals(actor_ref=actor_ref, limit=limit)

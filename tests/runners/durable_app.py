@@ -1,6 +1,7 @@
 """The app the durable kill tests run under uvicorn (one process per start, killed with SIGKILL).
 
-Environment: AGORA_TEST_STORE (SQLite/PostgreSQL URL), AGORA_TEST_LEDGER (a directory the tools write
+Environment: AGORA_TEST_STORE (SQLite/PostgreSQL URL), AGORA_TEST_REDIS_PREFIX (stream through Redis
+under this key prefix), AGORA_TEST_LEDGER (a directory the tools write
 their side effects to, one file per effect, named by idempotency key and attempt), AGORA_EXECUTOR_ID.
 Markers in the ledger directory tell the test where a run is, so it can kill the process there.
 """
@@ -69,7 +70,13 @@ def pay(amount: int, ctx: ToolContext) -> str:
 
 
 def create_app() -> FastAPI:
+    sink = None
+    if os.environ.get("AGORA_TEST_REDIS_PREFIX"):
+        from agora_agent.streaming.redis import RedisTokenSink
+
+        sink = RedisTokenSink("redis://127.0.0.1:6379/0", prefix=os.environ["AGORA_TEST_REDIS_PREFIX"])
     config = AgentConfig(
+        sink=sink,
         model=SlowModel(),
         tools=[slow_write, pay],
         store=os.environ["AGORA_TEST_STORE"],
@@ -83,6 +90,8 @@ def create_app() -> FastAPI:
         async with service:
             mark(f"up-{os.getpid()}")
             yield
+        if sink is not None:
+            await sink.aclose()
 
     app = FastAPI(lifespan=lifespan)
     app.include_router(agent_router(service))

@@ -29,7 +29,10 @@ async def svc_factory(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
         tools = kwargs.pop("tools", [lookup_order, RefundOrder])
         kwargs.setdefault("store", f"sqlite:///{tmp_path / 'agent.db'}")
         config = AgentConfig(
-            model=FakeModel(script), tools=tools, durable=DurableConfig(executor_id="loop-test"), **kwargs
+            model=FakeModel(script),
+            tools=tools,
+            durable=DurableConfig(executor_id="loop-test", worker_concurrency=100),
+            **kwargs,
         )
         service = AgentService.from_config(config)
         await service.start()

@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_COMMAND_MODULES = ("demo", "serve", "init", "chat", "db", "prices", "approvals", "runs", "rag")
+_COMMAND_MODULES = ("demo", "serve", "worker", "init", "chat", "db", "prices", "approvals", "runs", "rag")
 
 
 def _load_commands() -> None:

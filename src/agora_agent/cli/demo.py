@@ -37,6 +37,10 @@ def demo(
         0.03
     ),
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    durable: Annotated[
+        bool,
+        typer.Option(help="Run every run as a DBOS workflow: kill the demo mid-run, restart it, the run finishes."),
+    ] = False,
 ) -> None:
     """Start the demo: a governed shop assistant with a chat page and the governance dashboard."""
     import uvicorn
@@ -46,13 +50,15 @@ def demo(
     if not _port_free(host, port):
         typer.echo(f"agora-agent demo: port {port} on {host} is in use; pick another with --port {port + 1}", err=True)
         raise typer.Exit(2)
-    app = create_demo_app(db, word_delay=word_delay, daily_tokens=daily_tokens or None)
+    app = create_demo_app(db, word_delay=word_delay, daily_tokens=daily_tokens or None, durable=durable)
     setup = app.state.demo
     base = f"http://{host}:{port}"
     typer.echo(f"agora-agent demo — {setup.model_label}")
     typer.echo(f"  Chat:       {base}/agent/ui/")
     typer.echo(f"  Dashboard:  {base}/agent/dashboard/   (sign in as carol, the admin, in the chat page first)")
     typer.echo(f"  Data:       {db} (agent store), {setup.shop_path} (shop)")
+    if durable:
+        typer.echo(f"  Durable:    every run is a DBOS workflow ({db}.dbos.sqlite); kill -9 me mid-run and restart")
     typer.echo("  Users:      alice (support @ acme), bob (member @ globex), carol (admin @ acme) — demo-only login")
     typer.echo("Stop it with Ctrl+C.", err=False)
     uvicorn.run(app, host=host, port=port, log_level=log_level)

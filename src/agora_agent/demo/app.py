@@ -33,6 +33,7 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.quota import Budget
 from agora_agent.models.base import ModelProvider
 from agora_agent.rag import knowledge_tool
+from agora_agent.runners.durable import DurableConfig
 from agora_agent.service import AgentService
 from agora_agent.tools.sql import GroupTableAccessPolicy, TenantScope, sql_tool
 from agora_agent.web import agent_router
@@ -103,11 +104,13 @@ def build_demo(
     word_delay: float = 0.03,
     daily_tokens: int | None = 200_000,
     daily_usd: float | None = 2.0,
+    durable: bool = False,
 ) -> DemoSetup:
     """Create (or reuse) the SQLite files and build the demo's `AgentConfig`.
 
     `model` overrides the model choice (default: `AGORA_MODEL` when set, else the `DemoModel`);
-    `daily_tokens` / `daily_usd` are the per-user daily budget (None = no limit).
+    `daily_tokens` / `daily_usd` are the per-user daily budget (None = no limit); `durable` runs every
+    run as a DBOS workflow with its system database next to the demo's SQLite file (docs/durable.md).
     """
     db = Path(db_path)
     db.parent.mkdir(parents=True, exist_ok=True)
@@ -173,6 +176,7 @@ def build_demo(
         retriever=help_centre.retriever,  # inject mode: the default access filter (tenant + roles) applies
         retrieval_top_k=3,
         debug=True,  # the demo shows real error messages (never do this in production)
+        durable=DurableConfig(executor_id="demo") if durable else False,
     )
     return DemoSetup(
         config=config,

@@ -23,7 +23,7 @@ from agora_agent.web import agui, ai_sdk
 from agora_agent.web.access import authenticate
 from agora_agent.web.deps import RouteContext
 from agora_agent.web.route_class import make_route_class
-from agora_agent.web.routes import approvals, attachments, chat, governance, quota, threads
+from agora_agent.web.routes import approvals, attachments, chat, governance, health, quota, threads
 
 __all__ = ["AgentRouter", "agent_router"]
 
@@ -71,7 +71,7 @@ def agent_router(config_or_service: AgentConfig | AgentService, *, ping_seconds:
     )
     router.service = service
     router.config = config
-    for module in (chat, approvals, threads, quota):
+    for module in (chat, approvals, threads, quota, health):
         module.add_routes(router)
     attachments.add_routes(router, config)
     governance.add_routes(router, config)

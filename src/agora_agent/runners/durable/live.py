@@ -34,6 +34,7 @@ class LiveFrames:
 
     def __init__(self, *, keep_ended: int = 200) -> None:
         self._runs: dict[str, _Live] = {}
+        self._opened: dict[str, asyncio.Event] = {}
         self._ended: deque[str] = deque()
         self._keep_ended = keep_ended
 
@@ -42,6 +43,20 @@ class LiveFrames:
         live = self._runs.get(run_id)
         if live is None or live.ended:
             self._runs[run_id] = _Live(whole=whole)
+        opened = self._opened.pop(run_id, None)
+        if opened is not None:
+            opened.set()
+
+    async def wait_opened(self, run_id: str, timeout: float) -> None:
+        """Return when this process starts executing the run, or after `timeout` seconds."""
+        if run_id in self._runs and not self._runs[run_id].ended:
+            return
+        opened = self._opened.setdefault(run_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(opened.wait(), timeout)
+        except TimeoutError:
+            if self._opened.get(run_id) is opened and not opened.is_set():
+                del self._opened[run_id]
 
     def is_whole(self, run_id: str) -> bool:
         """Whether the buffer holds the run's frames from frame 1 (no journal replay needed)."""

@@ -27,6 +27,7 @@ import contextlib
 import contextvars
 import logging
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -39,11 +40,19 @@ from agora_agent.runners.durable.codec import decode, encode
 from agora_agent.runners.durable.live import LiveFrames
 from agora_agent.runners.durable.settings import DurableConfig
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
-from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, StreamEvent, TextFrame, ToolFrame
+from agora_agent.streaming.frames import (
+    AgentFrame,
+    ComponentFrame,
+    ErrorFrame,
+    Frame,
+    StreamEvent,
+    TextFrame,
+    ToolFrame,
+)
 from agora_agent.streaming.sink import StreamGap, StreamUnavailable
 
 try:
-    from dbos import DBOS, SetWorkflowID, StepOptions
+    from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, StepOptions
     from dbos._error import DBOSWorkflowCancelledError
     from dbos._serialization import DBOSPortableJSONSerializer
 except ImportError as exc:  # pragma: no cover - exercised by the config test in a venv without the extra
@@ -62,6 +71,10 @@ CANCELLED_REASON = "the run was cancelled"
 TERMINAL = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
 NO_DEADLINE_WAIT = 24 * 3600.0  # an approval without a deadline re-checks its row once a day
 PREEMPTIBLE_PREFIXES = ("llm:", "tool:")  # a cancel interrupts these in flight (notes exp g)
+QUEUE = "agora-runs"
+QUEUED = ComponentFrame(name="agora.status", data={"status": "queued"})
+"""Said once to a subscriber while the run waits in the queue (id 0: not part of the run's journal)."""
+QUEUED_AFTER = 1.5  # seconds ENQUEUED before a subscriber is told: a free queue dequeues in ~0.1 s
 
 _active: DurableRunner | None = None
 
@@ -293,7 +306,9 @@ class DurableRunner:
         self.system_database_url = config.resolved_system_database_url(store_setting)
         self.executor_id = config.resolved_executor_id()
         self.live = LiveFrames()
-        self._fresh: set[str] = set()  # started here just now: nothing checkpointed yet
+        self.leases: Any = None  # harden's LeaseStore (SQL stores): run owners + process heartbeats
+        self.identity: Any = None
+        self.lease_ttl = config.failover_after
         self._tasks: dict[str, asyncio.Task[Any]] = {}
         self._workflow: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] | None = None
         self._launched = False
@@ -329,7 +344,26 @@ class DurableRunner:
             _active = None
             raise
         self._launched = True
+        partitioned = self.config.tenant_concurrency is not None
+        await DBOS.register_queue_async(
+            QUEUE,
+            worker_concurrency=self.config.worker_concurrency,
+            partition_concurrency=self.config.tenant_concurrency if partitioned else None,
+            polling_interval_sec=max(self.config.polling_interval, 0.05),
+            on_conflict="always_update",
+        )
         await self._close_exhausted_runs()
+
+    async def ready(self) -> bool:
+        """Launched, and the system database answers (readiness)."""
+        if not self._launched:
+            return False
+        try:
+            await _detached(DBOS.get_workflow_status_async("readyz-probe"))
+        except Exception:
+            logger.warning("readiness: the DBOS system database does not answer", exc_info=True)
+            return False
+        return True
 
     async def close(self) -> None:
         """Stop the engine. Runs in flight stay PENDING in the system database and resume on restart."""
@@ -364,15 +398,59 @@ class DurableRunner:
         if self.redis is not None:
             await self.redis.end_stream(run_id)
 
+    # -- failover ----------------------------------------------------------------------------------
+
+    def attach_leases(self, leases: Any, identity: Any, ttl: float) -> None:
+        """Reuse the service's process heartbeat (runners/leases.py) for failover: call `failover` per tick."""
+        self.leases = leases
+        self.identity = identity
+        self.lease_ttl = ttl
+
+    async def _claim(self, run_id: str) -> None:
+        if self.leases is not None and self.identity is not None:
+            await self.leases.claim_run(run_id, self.identity.id)
+
+    async def failover(self) -> int:
+        """Resume the runs of processes whose heartbeat stopped (OSS DBOS does not, notes P3).
+
+        A run is taken over by compare-and-set on its owner row, so one live process wins; its workflow,
+        still PENDING on the dead executor, is resumed from its last checkpoint (`resume_workflow`: the
+        queue hands it to a process of this version — usually this one). Returns how many were resumed.
+        """
+        if self.leases is None or self.identity is None:
+            return 0
+        from agora_agent.runners.leases import pid_alive  # type: ignore[import-not-found,unused-ignore]
+
+        lapsed = await self.leases.lapsed_runs(
+            now=datetime.now(UTC), ttl=self.lease_ttl, host=self.identity.host, alive=pid_alive, durable=True
+        )
+        resumed = 0
+        for run_id, owner in lapsed:
+            status = await DBOS.get_workflow_status_async(run_id)
+            if status is None or status.status != "PENDING":
+                continue  # queued (someone will dequeue it), finished, or not ours to judge
+            if not await self.leases.take_over(run_id, self.identity.id, owner):
+                continue  # another live process won
+            logger.warning("run %s: its process (%s) stopped; resuming it here", run_id, owner or "unknown")
+            await DBOS.resume_workflow_async(run_id)
+            resumed += 1
+        return resumed
+
     # -- runs --------------------------------------------------------------------------------------
 
     async def start(self, run: RunInput) -> str:
-        """Create the run's workflow (so approvals can be sent to it at once) and return its id."""
+        """Enqueue the run's workflow (so approvals can be sent to it at once) and return its id.
+
+        Runs start through the `agora-runs` queue: at most `worker_concurrency` execute in one process
+        and, with `tenant_concurrency`, at most that many per tenant across all processes; the others
+        wait `queued`. Any process of this application version may dequeue it.
+        """
         assert self._workflow is not None, "DurableRunner.launch() was not called"
-        self._fresh.add(run.run_id)
-        self.live.open(run.run_id, whole=True)
-        with SetWorkflowID(run.run_id):
-            await DBOS.start_workflow_async(self._workflow, {"run": encode(run)})
+        options: dict[str, Any] = {}
+        if self.config.tenant_concurrency is not None:
+            options["queue_partition_key"] = run.actor.tenant_ref or "-"
+        with SetWorkflowID(run.run_id), SetEnqueueOptions(**options):
+            await DBOS.enqueue_workflow_async(QUEUE, self._workflow, {"run": encode(run)})
         return run.run_id
 
     async def _execute(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -380,13 +458,10 @@ class DurableRunner:
         run: RunInput = decode(payload["run"])
         nested = bool(payload.get("nested"))
         run_id = run.run_id
-        if run_id in self._fresh:
-            self._fresh.discard(run_id)
-            recorded = 0
-        else:
-            recorded = await self._recorded_steps(run_id)
-            if not nested:
-                self.live.open(run_id)
+        recorded = await self._recorded_steps(run_id)
+        if not nested:  # a first execution here sees every frame from frame 1
+            self.live.open(run_id, whole=recorded == 0)
+            await self._claim(run_id)
         ex = _Execution(run=run, recorded=recorded, nested=nested)
         hooks = _Hooks(self, ex)
         task = asyncio.current_task()
@@ -545,6 +620,8 @@ class DurableRunner:
         return self._stream(run_id, after or 0)
 
     async def _stream(self, run_id: str, last: int) -> AsyncIterator[StreamEvent]:
+        queued_since = 0.0
+        said_queued = False
         while True:
             if self.live.is_whole(run_id):  # started here: every frame is in this process
                 async for event in self.live.subscribe(run_id, after=last):
@@ -561,28 +638,33 @@ class DurableRunner:
                     pass  # trimmed: the journal below has every frame, then Redis again
                 except StreamUnavailable:
                     logger.warning("run %s: Redis unavailable, streaming from the journal", run_id)
-            terminal, entries = await self._journal(run_id)
+            status, entries = await self._journal(run_id)
             for entry in entries:
                 if int(entry[0]) > last:
                     event = _event(entry)
                     last = event.id
                     yield event
-            if terminal:
+            if status in TERMINAL or status is None:
                 return
-            if self.live.holds(run_id):  # executing here since a recovery: the rest is live
+            if status == "ENQUEUED":
+                now = time.monotonic()
+                queued_since = queued_since or now
+                if not said_queued and now - queued_since >= QUEUED_AFTER:  # waiting for capacity: say so once
+                    said_queued = True
+                    yield StreamEvent(0, QUEUED)
+            if self.live.holds(run_id):  # executing here (since a recovery, or just dequeued)
                 async for event in self.live.subscribe(run_id, after=last):
                     yield event
                 return
-            await asyncio.sleep(max(self.config.polling_interval, 0.1) * 3)
+            await self.live.wait_opened(run_id, max(self.config.polling_interval, 0.1) * 3)
 
-    async def _journal(self, run_id: str) -> tuple[bool, list[list[Any]]]:
-        """(terminal, entries): the frames checkpointed so far, in order. Status first: once it is
-        terminal every step is recorded, so the read that follows is complete."""
+    async def _journal(self, run_id: str) -> tuple[str | None, list[list[Any]]]:
+        """(workflow status, entries): the frames checkpointed so far, in order. Status first: once it
+        is terminal every step is recorded, so the read that follows is complete."""
         status = await _detached(DBOS.get_workflow_status_async(run_id))
         if status is None:
-            return True, []
-        terminal = status.status in TERMINAL
-        entries = await self._journal_entries(run_id)
+            return None, []
+        entries = await self._journal_entries(run_id) if status.status != "ENQUEUED" else []
         if status.status == "SUCCESS" and isinstance(status.output, dict):
             entries.extend(status.output.get("f") or [])
         seen: set[int] = set()
@@ -591,7 +673,7 @@ class DurableRunner:
             if int(entry[0]) not in seen:
                 seen.add(int(entry[0]))
                 unique.append(entry)
-        return terminal, unique
+        return status.status, unique
 
     async def _journal_entries(self, run_id: str) -> list[list[Any]]:
         steps = await _detached(DBOS.list_workflow_steps_async(run_id))

@@ -26,8 +26,10 @@ class DurableConfig:
     - `max_recovery_attempts`: a run that crashes its process this many times ends `failed` instead of
       crash-looping (DBOS's default is 100).
     - `polling_interval`: how often SQLite waiters (approvals, results) poll; PostgreSQL uses LISTEN/NOTIFY.
-    - `worker_concurrency`: runs this process executes at once (the rest wait in the queue, `queued`).
-    - `tenant_concurrency`: optional cap of concurrent runs per tenant across all processes.
+    - `worker_concurrency`: runs this process has in flight at once (the rest wait in the queue and their
+      stream says `queued`). A run parked on an approval is in flight: size it for parked runs too.
+    - `tenant_concurrency`: optional cap of in-flight runs per tenant across all processes, so one tenant
+      cannot take every worker (runs without a tenant share one partition).
     - `failover_after`: seconds without a heartbeat after which another process resumes a process's runs.
     """
 
@@ -36,7 +38,7 @@ class DurableConfig:
     application_version: str = DEFAULT_APPLICATION_VERSION
     max_recovery_attempts: int = 5
     polling_interval: float = 0.1
-    worker_concurrency: int = 20
+    worker_concurrency: int = 100
     tenant_concurrency: int | None = None
     failover_after: float = 15.0
     name: str = "agora-agent"

@@ -1,0 +1,293 @@
+"""What durable runs cost: inline vs durable on SQLite vs durable on PostgreSQL, in one run, as ratios.
+
+1. Per model→tool→model step: a run of K rounds (model asks for `add`, the tool runs, the model goes on)
+   plus a final text turn, timed end to end through AgentService (store writes, audit rows, frames).
+   Inline and durable runs use the same store kind, so the difference is the DBOS checkpoints.
+2. Cross-process approve→resume: a run parked on an approval in one uvicorn process, approved over HTTP
+   on ANOTHER process; the time until the action tool runs in the first one.
+3. Parked runs: N runs parked on approvals in one process — memory per parked run and idle CPU.
+
+    .venv/bin/python bench/durable.py [--runs 20] [--steps 5] [--parked 1000] [--approvals 10]
+
+PostgreSQL parts need a server on 127.0.0.1:5432 (user postgres, database `test` to create scratch
+databases); they are skipped with a note otherwise. Quote `uptime` with the output (shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from agora_agent import Actor, AgentConfig, AgentService, tool
+from agora_agent.messages import ModelRequest
+from agora_agent.runners.durable import DurableConfig
+from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTOR = Actor("bench", roles=("user",))
+PG = ("127.0.0.1", 5432)
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(kind="action", roles=["user"])
+async def act(n: int) -> str:
+    """An action that needs approval."""
+    return f"did {n}"
+
+
+def script(steps: int) -> Callable[[ModelRequest, int], ScriptedTurn]:
+    def play(request: ModelRequest, i: int) -> ScriptedTurn:
+        if request.messages[0].content.startswith("park"):
+            return ScriptedTurn(tool_calls=[ToolCallRequest("act", {"n": 1})]) if i == 0 else ScriptedTurn(text="ok")
+        if i < steps:
+            return ScriptedTurn(tool_calls=[ToolCallRequest(name="add", input={"a": i, "b": 1})])
+        return ScriptedTurn(text="done")
+
+    return play
+
+
+def pg_up() -> bool:
+    try:
+        with socket.create_connection(PG, timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+async def pg_database() -> str:
+    import asyncpg
+
+    name = f"agora_bench_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(host=PG[0], port=PG[1], user="postgres", database="test")
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return name
+
+
+async def pg_drop(name: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(host=PG[0], port=PG[1], user="postgres", database="test")
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def per_step(store: str, durable: bool, runs: int, steps: int) -> list[float]:
+    """Milliseconds per model→tool→model round of each run."""
+    config = AgentConfig(
+        model=FakeModel(script(steps)),
+        tools=[add, act],
+        store=store,
+        durable=DurableConfig(executor_id="bench") if durable else False,
+    )
+    out: list[float] = []
+    async with AgentService.from_config(config) as service:
+        for i in range(runs + 2):
+            t0 = time.perf_counter()
+            started = await service.chat(ACTOR, "add things")
+            await service.wait_for_run(started.run_id, timeout=60)
+            if i >= 2:  # two warm-up runs
+                out.append((time.perf_counter() - t0) * 1000 / steps)
+    return out
+
+
+async def parked(store: str, count: int) -> tuple[float, float, float]:
+    """(KiB per parked run, idle CPU % of one core over 10 s, seconds to park them all)."""
+    config = AgentConfig(
+        model=FakeModel(script(1)), tools=[add, act], store=store, durable=DurableConfig(executor_id="bench-park")
+    )
+    async with AgentService.from_config(config) as service:
+        before = rss_kib()
+        t0 = time.perf_counter()
+        ids = [(await service.chat(ACTOR, f"park {i}")).run_id for i in range(count)]
+        while len(await service.store.list_pending_approvals(limit=count + 10)) < count:  # noqa: ASYNC110
+            await asyncio.sleep(0.2)
+        took = time.perf_counter() - t0
+        await asyncio.sleep(2)
+        after = rss_kib()
+        cpu0, wall0 = cpu_seconds(), time.perf_counter()
+        await asyncio.sleep(10)
+        idle = (cpu_seconds() - cpu0) / (time.perf_counter() - wall0) * 100
+        for run_id in ids:
+            await service.cancel(run_id)
+    return (after - before) / count, idle, took
+
+
+def rss_kib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return float(line.split()[1])
+    return 0.0
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def approve_resume(store: str, approvals: int, workdir: Path) -> list[float]:
+    """Milliseconds from an approval on process B to the tool running in process A."""
+    import httpx2
+
+    ledger = workdir / "ledger"
+    ledger.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "AGORA_TEST_STORE": store,
+        "AGORA_TEST_LEDGER": str(ledger),
+    }
+    procs = []
+    bases = []
+    for name in ("bench-a", "bench-b"):
+        port = free_port()
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "tests.runners.durable_app:create_app",
+                    "--factory",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--log-level",
+                    "warning",
+                ],
+                cwd=ROOT,
+                env={**env, "AGORA_EXECUTOR_ID": name},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        bases.append(f"http://127.0.0.1:{port}")
+        time.sleep(1.0)  # stagger the two DBOS launches on one fresh database
+    headers = {"x-actor-id": "alice", "x-actor-role": "user"}
+    out: list[float] = []
+    try:
+        for base in bases:
+            for _ in range(300):
+                try:
+                    if httpx2.get(f"{base}/agent/threads", headers=headers, timeout=1).status_code == 200:
+                        break
+                except httpx2.TransportError:
+                    pass
+                time.sleep(0.1)
+        a, b = bases
+        for i in range(approvals + 1):
+            with (
+                httpx2.Client(timeout=10) as client,
+                client.stream(
+                    "POST", f"{a}/agent/chat", json={"message": f"please approve {i}"}, headers=headers
+                ) as response,
+            ):
+                run_id = ""
+                for line in response.iter_lines():
+                    if '"runId"' in line:
+                        run_id = line.split('"runId":"')[1].split('"')[0]
+                    if "pending_approval" in line:
+                        break
+            t0 = time.time()
+            r = httpx2.post(f"{b}/agent/tool-call/approve", json={"runId": run_id, "toolCallId": "c1"}, headers=headers)
+            assert r.status_code == 200, r.text
+            effect = ledger / f"effect-{run_id}:c1-1"
+            while not effect.exists():
+                time.sleep(0.002)
+            if i > 0:  # one warm-up
+                out.append((effect.stat().st_mtime - t0) * 1000)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+    return out
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--parked", type=int, default=1000)
+    parser.add_argument("--approvals", type=int, default=10)
+    args = parser.parse_args()
+    print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        rows: list[tuple[str, list[float]]] = []
+        rows.append(("inline, SQLite", await per_step(f"sqlite:///{work / 'i.db'}", False, args.runs, args.steps)))
+        rows.append(("durable, SQLite", await per_step(f"sqlite:///{work / 'd.db'}", True, args.runs, args.steps)))
+        pg_db = None
+        if pg_up():
+            pg_db = await pg_database()
+            url = f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}"
+            rows.append(("inline, PostgreSQL", await per_step(url, False, args.runs, args.steps)))
+            rows.append(("durable, PostgreSQL", await per_step(url, True, args.runs, args.steps)))
+        else:
+            print("(PostgreSQL not reachable on 127.0.0.1:5432: its rows are skipped)")
+        base = med(rows[0][1])
+        print(
+            f"\nper model→tool→model round ({args.runs} runs × {args.steps} rounds, median ms; ratio to inline SQLite)"
+        )
+        for name, xs in rows:
+            p90 = sorted(xs)[int(len(xs) * 0.9) - 1] if xs else float("nan")
+            print(f"  {name:<22} {med(xs):8.2f} ms  p90 {p90:8.2f} ms  ×{med(xs) / base:5.2f}")
+        if len(rows) == 4:
+            print(
+                f"  durable overhead on PostgreSQL: {med(rows[3][1]) - med(rows[2][1]):.2f} ms per round (target ≤ 5)"
+            )
+        print(f"  durable overhead on SQLite:     {med(rows[1][1]) - med(rows[0][1]):.2f} ms per round")
+
+        for label, store, drop in (
+            ("SQLite", f"sqlite:///{work / 'x.db'}", None),
+            *((("PostgreSQL", f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}", None),) if pg_db else ()),
+        ):
+            del drop
+            xs = approve_resume(store, args.approvals, work / label)
+            print(
+                f"\ncross-process approve→resume on {label} ({len(xs)} approvals): median {med(xs):.0f} ms, "
+                f"max {max(xs):.0f} ms (target ≤ 250)"
+            )
+
+        per_run, idle, took = await parked(f"sqlite:///{work / 'p.db'}", args.parked)
+        print(
+            f"\n{args.parked} runs parked on approval (SQLite, one process): {per_run:.1f} KiB RSS per parked run, "
+            f"idle CPU {idle:.1f} % of a core, parked in {took:.1f} s"
+        )
+        if pg_db:
+            await pg_drop(pg_db)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
