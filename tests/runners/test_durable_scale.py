@@ -73,7 +73,7 @@ def test_two_processes_share_runs(pair: tuple[AppProcess, AppProcess, str, objec
     # chat on A, stream on B resuming after frame 3
     streaming = a.chat("stream a long answer")
     events = b.stream(streaming, last_event_id=3)
-    assert [e for e, _, _ in events][0] == "meta"
+    assert next(e for e, _, _ in events) == "meta"
     assert events[1][2] == "4"  # the first frame after Last-Event-ID 3
     assert text_of(events) == "".join(f"word{i} " for i in range(3, 30))
     assert events[-1][0] == "done"
