@@ -260,3 +260,25 @@ async def test_a_graceful_shutdown_leaves_runs_running_and_the_next_start_resume
         run = await second.wait_for_run(started.run_id, timeout=20)
         assert run.status == "completed"
         assert effects == [f"{started.run_id}:call-1-pay#1"]
+
+
+async def test_fifty_concurrent_durable_runs_overshoot_the_budget_by_at_most_one_reservation(tmp_path: Path) -> None:
+    from agora_agent import Budget, QuotaExceededError
+
+    per_turn = Usage(input_tokens=40, output_tokens=20)  # 60 tokens per model call
+    budget = Budget(tokens_per_actor=1000, reserve_tokens=100)
+    model = FakeModel(lambda req, i: ScriptedTurn(text="ok", usage=per_turn))
+    async with AgentService.from_config(config(tmp_path, model, budget=budget)) as service:
+
+        async def one() -> str:
+            try:
+                started = await service.chat(ALICE, "hi")
+            except QuotaExceededError:
+                return "refused"
+            return (await service.wait_for_run(started.run_id, timeout=60)).status
+
+        outcomes = await asyncio.gather(*(one() for _ in range(50)))
+        used = (await service.quota_today(ALICE)).used_tokens
+        assert used <= 1000 + budget.reserve_tokens  # overshoot ≤ one reservation
+        assert outcomes.count("completed") * 60 == used  # no lost ledger rows
+        assert "refused" in outcomes or "failed" in outcomes  # the edge was really reached

@@ -48,3 +48,6 @@ assert test_loop.svc_factory is not svc_factory
 # It injects a custom TokenSink; durable runs publish to their own numbered live buffer (or Redis) and
 # refuse a custom sink (test_durable.py checks the refusal).
 del test_decision_before_park_is_kept  # noqa: F821
+# Its last assertion (the 51st chat is refused at once) depends on how many of the 50 runs won the race for
+# reservations, which the queue's scheduling changes; test_durable.py asserts the same bounds without it.
+del test_budget_reservation_bounds_overshoot_under_50_concurrent_runs  # noqa: F821
