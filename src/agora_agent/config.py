@@ -23,6 +23,7 @@ from agora_agent.tools.retry import TransientRetry
 from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
+    from agora_agent.mcp.config import MCPServer
     from agora_agent.observability.events import EventHandler
 
 __all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
@@ -84,6 +85,8 @@ class AgentConfig:
       global ones when the app configured them, else no spans or metrics at all.
       `capture_content`: record message content and tool arguments on spans (default: the
       `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` environment switch); arguments pass `redactor`.
+    - `mcp_servers`: external MCP servers (`agora_agent.mcp.MCPServer`, the `mcp` extra) whose tools
+      join the registry as governed tools; connected in `start()`, closed in `close()`.
     """
 
     model: ModelProvider | str | Callable[[], ModelProvider]
@@ -117,6 +120,7 @@ class AgentConfig:
     tracer_provider: Any = None
     meter_provider: Any = None
     capture_content: bool | None = None
+    mcp_servers: Sequence[MCPServer] = ()
     request_max_bytes: int = 1_048_576
     attachment_staging: AttachmentStagingStore | None = None
     attachment_max_bytes: int = 20 * 1024 * 1024

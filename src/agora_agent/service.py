@@ -152,6 +152,7 @@ class AgentService:
         self._runner: Runner | None = None
         # Rendered thread history kept between runs: a run loads only what came after (loop/history.py).
         self._history = HistoryCache()
+        self._mcp: Any = None  # agora_agent.mcp.MCPConnections, built in start() (the SDK is an extra)
         self._started = False
         self._retrieval = _inject_retrieval(config)
 
@@ -182,6 +183,11 @@ class AgentService:
             else:
                 self.quota = MemoryQuotaStore(config.budget)
         self.governance_queries = self._resolve_governance_queries()
+        if config.mcp_servers and self._mcp is None:
+            from agora_agent.mcp.client import MCPConnections
+
+            self._mcp = MCPConnections(list(config.mcp_servers), self.registry)
+            await self._mcp.start()  # bounded by each server's connect_timeout; a down server never blocks
         if config.durable:
             try:
                 self._runner = await self._durable_runner()
@@ -222,6 +228,9 @@ class AgentService:
         """Cancel runs in flight and release connections."""
         if self._runner is not None:
             await self._runner.close()
+        if self._mcp is not None:
+            await self._mcp.close()
+            self._mcp = None
         if self._backend is not None:
             await self._backend.close()
             self._backend = None
@@ -239,6 +248,10 @@ class AgentService:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    def mcp_status(self) -> list[Any]:
+        """One `agora_agent.mcp.ServerStatus` per configured external MCP server (for readiness checks)."""
+        return self._mcp.status() if self._mcp is not None else []
 
     def _recovers_interrupted_runs(self) -> bool:
         """`recover_interrupted_runs`, defaulting to on where one process owns the store (SQLite)."""

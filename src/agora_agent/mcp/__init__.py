@@ -12,15 +12,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agora_agent.mcp.auth import MCPAuth, OAuthResource, api_key_auth, bearer_auth, fixed_actor, resolver_auth
+from agora_agent.mcp.config import MCPServer
 
 if TYPE_CHECKING:
+    from agora_agent.mcp.client import MCPConnections, ServerStatus
     from agora_agent.mcp.server import ActionsMode, MCPEndpoint, mount_mcp
 
 __all__ = [
     "ActionsMode",
     "MCPAuth",
+    "MCPConnections",
     "MCPEndpoint",
+    "MCPServer",
     "OAuthResource",
+    "ServerStatus",
     "api_key_auth",
     "bearer_auth",
     "fixed_actor",
@@ -28,7 +33,13 @@ __all__ = [
     "resolver_auth",
 ]
 
-_LAZY = {"ActionsMode": "server", "MCPEndpoint": "server", "mount_mcp": "server"}
+_LAZY = {
+    "ActionsMode": "server",
+    "MCPEndpoint": "server",
+    "mount_mcp": "server",
+    "MCPConnections": "client",
+    "ServerStatus": "client",
+}
 
 
 def __getattr__(name: str) -> Any:
