@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -85,6 +86,9 @@ async def test_stdio_destructive_tool_parks_and_runs_once_after_approve(tmp_path
     assert done == [{"tool": "cancel_order", "order_id": 8, "key": f"{started.run_id}:{frame.tool_call_id}"}]
 
 
+# After a SIGKILL the SDK's stdio transport can leave the dead child's stdin pipe transport unclosed (seen
+# only under pytest); it is collected here, inside this test, instead of failing whichever test GCs it.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_killing_the_server_mid_chat_gives_a_tool_error_and_the_run_completes(tmp_path: Path) -> None:
     log = tmp_path / "log"
     model = FakeModel(calls(ToolCallRequest(name="shop_slow_report", input={"seconds": 30})))
@@ -107,6 +111,7 @@ async def test_killing_the_server_mid_chat_gives_a_tool_error_and_the_run_comple
             assert time.monotonic() < deadline, service.mcp_status()
             await asyncio.sleep(0.1)
         assert "shop_lookup_order" in {d.name for d in await service.registry.offer(ALICE, policy=service.policy)}
+    gc.collect()
 
 
 async def test_tools_list_changed_adds_the_new_tool(tmp_path: Path) -> None:
