@@ -183,6 +183,7 @@ class AgentService:
             else:
                 self.quota = MemoryQuotaStore(config.budget)
         self.governance_queries = self._resolve_governance_queries()
+        self._bind_confirm_tokens()
         if config.mcp_servers and self._mcp is None:
             from agora_agent.mcp.client import MCPConnections
 
@@ -252,6 +253,21 @@ class AgentService:
     def mcp_status(self) -> list[Any]:
         """One `agora_agent.mcp.ServerStatus` per configured external MCP server (for readiness checks)."""
         return self._mcp.status() if self._mcp is not None else []
+
+    def _bind_confirm_tokens(self) -> None:
+        """Confirmed tools record used tokens in the agent's SQL store when it has one (single use across processes)."""
+        from agora_agent.tools.confirmed import ConfirmedTool
+
+        tools = [t for t in self.config.tools if isinstance(t, ConfirmedTool)]
+        if not tools:
+            return
+        store = None
+        if self._backend is not None:
+            from agora_agent.stores.sql.confirm_tokens import SqlConfirmTokenStore
+
+            store = SqlConfirmTokenStore(self._backend.engine)
+        for tool in tools:
+            tool.bind_agent_store(store)
 
     def _recovers_interrupted_runs(self) -> bool:
         """`recover_interrupted_runs`, defaulting to on where one process owns the store (SQLite)."""

@@ -24,6 +24,7 @@ __all__ = [
     "approval",
     "budget_counter",
     "budget_reservation",
+    "confirm_token",
     "from_micros",
     "message",
     "metadata",
@@ -291,6 +292,18 @@ budget_reservation = sa.Table(
     sa.Column("tokens", sa.BigInteger, nullable=False),
     sa.Column("usd", sa.Float, nullable=False),
     sa.Column("created_at", UtcMicros, nullable=False),
+)
+
+confirm_token = sa.Table(
+    "agent_confirm_token",
+    metadata,
+    # sha256 of a used confirmed-tool token: its presence IS the "already used" mark (LATER-CONF-03).
+    sa.Column("token_id", sa.String(64), primary_key=True),
+    sa.Column("tool_name", sa.String(255), nullable=False),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("expires_at", UtcMicros, nullable=False),
+    sa.Column("used_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_confirm_token_expires", "expires_at"),
 )
 
 AGENT_TABLES: tuple[sa.Table, ...] = tuple(metadata.sorted_tables)
