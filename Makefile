@@ -15,10 +15,11 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The demo needs the core, the OpenAI adapter (for AGORA_MODEL / an OpenAI-compatible server) and the rag extra
-# (its help centre lives in the SQLite vector store), not the dev tools.
+# The demo needs the core, the OpenAI adapter (for AGORA_MODEL / an OpenAI-compatible server), the rag extra
+# (its help centre lives in the SQLite vector store), durable (demo --durable) and the MCP SDK (it serves /agent/mcp),
+# not the dev tools.
 $(DEMO_STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[openai,rag,durable]'
+	$(BIN)/python -m pip install -q -e '.[openai,rag,durable,mcp]'
 	touch $(DEMO_STAMP)
 
 lint: $(STAMP)

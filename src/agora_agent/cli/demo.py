@@ -60,6 +60,10 @@ def demo(
     if durable:
         typer.echo(f"  Durable:    every run is a DBOS workflow ({db}.dbos.sqlite); kill -9 me mid-run and restart")
     typer.echo("  Users:      alice (support @ acme), bob (member @ globex), carol (admin @ acme) — demo-only login")
+    keys = getattr(app.state, "demo_mcp_keys", {})
+    if keys:
+        typer.echo(f"  MCP:        {base}/agent/mcp   (actions refused; docs/mcp.md)")
+        typer.echo("              demo-only keys: " + " | ".join(f"Authorization: Bearer {key}" for key in keys))
     typer.echo("Stop it with Ctrl+C.", err=False)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 

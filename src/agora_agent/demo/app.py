@@ -213,6 +213,26 @@ def _sql_tools(engine: AsyncEngine) -> list[object]:
     ]
 
 
+def demo_mcp_keys(identity: DemoIdentity) -> dict[str, Actor]:
+    """DEMO ONLY: one fixed MCP key per demo user (`demo-alice` …) — anyone who knows the name is that user."""
+    return {f"demo-{user.id}": user.actor() for user in identity.users.values()}
+
+
+def _mount_demo_mcp(app: FastAPI, service: AgentService, setup: DemoSetup) -> dict[str, Actor]:
+    """Serve the shop's tools over MCP at /agent/mcp (actions refused) when the `mcp` extra is installed."""
+    try:
+        from agora_agent.mcp import api_key_auth, mount_mcp
+
+        keys = demo_mcp_keys(setup.identity)
+        mount_mcp(app, service, auth=api_key_auth(keys), actions="refuse")
+    except ModuleNotFoundError as exc:  # the SDK is an extra; the rest of the demo works without it
+        if exc.name not in ("mcp", "mcp_types"):
+            raise
+        logger.warning("agora-agent demo: MCP is off (pip install 'agora-agent[mcp]' to serve /agent/mcp)")
+        return {}
+    return keys
+
+
 def create_demo_app(db_path: str | Path = ".agora/demo.db", **options: Any) -> FastAPI:
     """The demo as a FastAPI app: agent API under /agent, chat at /agent/ui (and /), dashboard at /agent/dashboard."""
     setup = build_demo(db_path, **options)
@@ -244,6 +264,7 @@ def create_demo_app(db_path: str | Path = ".agora/demo.db", **options: Any) -> F
     app.state.demo = setup
     app.include_router(agent_router(service))
     app.include_router(setup.identity.router())
+    app.state.demo_mcp_keys = _mount_demo_mcp(app, service, setup)
     mount_pages(
         app,
         service,
