@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from agora_agent import Actor, AgentConfig, AgentService
@@ -181,6 +182,19 @@ async def test_a_server_that_is_down_is_not_offered_one_warning_and_no_hang(capl
     assert not [t for t in model.requests[0].tools if t.name.startswith("gone_")]
     warnings = [r for r in caplog.records if "gone" in r.getMessage()]
     assert len(warnings) == 1
+
+
+async def test_readyz_shows_each_servers_state_as_a_detail(http_server: str) -> None:
+    from agora_agent.web import create_app
+    from tests.mcp.conftest import serve
+
+    dead = f"http://127.0.0.1:{_free_port()}/mcp"
+    servers = [MCPServer("web", url=http_server), MCPServer("gone", url=dead, connect_timeout=3)]
+    app = create_app(AgentConfig(model=FakeModel(calls()), mcp_servers=servers, dashboard=False))
+    async with serve(app) as base, httpx2.AsyncClient() as http:
+        r = await http.get(f"{base}/agent/readyz")
+    assert r.status_code == 200, r.text
+    assert r.json()["ok"] is True and r.json()["mcp"] == {"web": "up", "gone": "down"}
 
 
 def test_server_config_is_checked_when_built() -> None:

@@ -32,6 +32,9 @@ async def readyz(service: ServiceDep) -> JSONResponse:
     body = {"ok": ok, "checks": checks}
     if not ok:
         body["error"] = "not ready: " + ", ".join(name for name, passed in checks.items() if not passed)
+    mcp = service.mcp_status()
+    if mcp:  # a detail, not a gate: a down server's tools are simply not offered (no reasons: this route is public)
+        body["mcp"] = {status.name: status.state for status in mcp}
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
