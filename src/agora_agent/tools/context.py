@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from agora_agent.actors import Actor
 
-__all__ = ["ComponentEmitter", "ToolContext"]
+__all__ = ["ComponentEmitter", "ToolContext", "UiPusher"]
 
 ComponentEmitter = Callable[[str, Any], Awaitable[None]]
+
+
+class UiPusher(Protocol):
+    """Where a tool's components go during a streamed run (`agora_agent.genui.UiSession`)."""
+
+    async def push(self, name: str, data: Any, *, id: str | None = None) -> str: ...
+
+    async def push_unchecked(self, name: str, data: Any) -> None: ...
 
 
 async def _no_emitter(name: str, data: Any) -> None:
@@ -37,7 +45,9 @@ class ToolContext:
     attempt: int = 1
     """Which execution of this call this is: > 1 when a durable run re-runs a tool whose earlier attempt
     was interrupted by a crash (same `idempotency_key`; dedupe on it)."""
+    ui_capabilities: frozenset[str] | None = None
     _emitter: ComponentEmitter = field(default=_no_emitter, repr=False)
+    _ui: UiPusher | None = field(default=None, repr=False)
 
     @property
     def idempotency_key(self) -> str | None:
@@ -49,6 +59,23 @@ class ToolContext:
     async def emit_component(self, name: str, data: Any) -> None:
         """Send a UI component (name + JSON-serialisable data) to the run's stream at this point.
 
-        From a sync tool (which runs in a worker thread) call it through `anyio.from_thread.run`.
+        A registered component's data is validated first (`ComponentPropsError`); an unregistered name
+        is passed through as is. From a sync tool (which runs in a worker thread) call it through
+        `anyio.from_thread.run`.
         """
-        await self._emitter(name, data)
+        if self._ui is not None:
+            await self._ui.push_unchecked(name, data)
+        else:
+            await self._emitter(name, data)
+
+    async def emit_ui(self, name: str, data: Any, *, id: str | None = None) -> str:
+        """Push a registered component, validated against the app's `ComponentRegistry`; returns its id.
+
+        Push `{"state": "loading"}` first and the data later with the returned `id` to show a loading
+        state; if the tool then raises, the client is told the component failed and nothing is kept.
+        A component outside the client's `ui_capabilities` is not pushed. Raises `ComponentPropsError`.
+        Outside a streamed run (direct invoke, MCP) nothing is drawn and the id is still returned.
+        """
+        if self._ui is None:
+            return id or ""
+        return await self._ui.push(name, data, id=id)
