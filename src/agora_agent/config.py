@@ -23,6 +23,8 @@ from agora_agent.tools.retry import TransientRetry
 from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
+    from agora_agent.genui.components import ComponentRegistry
+    from agora_agent.genui.present import PresentationErrorHandler
     from agora_agent.mcp.config import MCPServer
     from agora_agent.observability.events import EventHandler
 
@@ -87,6 +89,9 @@ class AgentConfig:
       `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` environment switch); arguments pass `redactor`.
     - `mcp_servers`: external MCP servers (`agora_agent.mcp.MCPServer`, the `mcp` extra) whose tools
       join the registry as governed tools; connected in `start()`, closed in `close()`.
+    - `components`: the generative-UI `ComponentRegistry` tools push into (default: the builtins
+      `DataTable` and `Chart`); `on_presentation_error(error, info)` hears a failed `present()`
+      (default: a warning in the log).
     """
 
     model: ModelProvider | str | Callable[[], ModelProvider]
@@ -113,6 +118,8 @@ class AgentConfig:
     tool_transient_retry: TransientRetry | bool = True
     redactor: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     debug: bool = False
+    components: ComponentRegistry | None = None
+    on_presentation_error: PresentationErrorHandler | None = None
     recover_interrupted_runs: bool | None = None
     durable: bool | DurableConfig = False
     dashboard: bool | DashboardConfig = True

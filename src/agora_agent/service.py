@@ -32,6 +32,7 @@ from agora_agent.errors import (
     NotFoundError,
     QuotaExceededError,
 )
+from agora_agent.genui.components import ComponentRegistry
 from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
 from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
@@ -126,6 +127,7 @@ class AgentService:
             for tool in discover_tools(config.tools_package):
                 self.registry.register(tool)
         self.registry.warn_unguarded_actions()
+        self.components = config.components if config.components is not None else ComponentRegistry()
         self.policy: RolesPolicy = config.roles_policy or DefaultRolesPolicy(
             default_roles=config.default_roles, empty_roles=config.empty_roles
         )
@@ -335,6 +337,8 @@ class AgentService:
             telemetry=self.telemetry,
             retrieval=self._retrieval,
             history=self._history,
+            components=self.components,
+            on_presentation_error=self.config.on_presentation_error,
         )
 
     def persona_catalog(self, agent: str | None = None) -> list[Persona]:
@@ -354,6 +358,7 @@ class AgentService:
         page_context: Mapping[str, Any] | None = None,
         attachments: Sequence[Attachment] = (),
         new_thread_id: str | None = None,
+        ui_capabilities: Sequence[str] | None = None,
     ) -> ChatStarted:
         """Validate, check the budget, record the run and start it. Returns at once.
 
@@ -414,6 +419,7 @@ class AgentService:
                 persona_id=persona,
                 page_context=page_context,
                 attachments=tuple(attachments),
+                ui_capabilities=frozenset(ui_capabilities) if ui_capabilities is not None else None,
             )
         )
         return ChatStarted(run_id=run_id, thread_id=thread.id)

@@ -128,10 +128,14 @@ async def test_capabilities_and_text_channels_drop_pushes() -> None:
     assert len(out.frames) == 1
 
 
-async def test_unregistered_emit_component_passes_through_registered_is_checked() -> None:
+async def test_emit_component_is_the_unvalidated_mirror_but_kept_and_dropped_like_the_rest() -> None:
     out = Recorder()
     session = UiSession(write=out, registry=ComponentRegistry())
     await session.push_unchecked("LegacyWidget", {"anything": True})
-    with pytest.raises(ComponentPropsError):
-        await session.push_unchecked("Chart", {"type": "pie3d"})
-    assert [f[0] for f in out.frames] == ["LegacyWidget"]
+    await session.push_unchecked("Chart", {"points": [1, 2]})  # the reference's emitComponent takes any data
+    assert [f[0] for f in out.frames] == ["LegacyWidget", "Chart"]
+    assert [c["name"] for c in await session.finish()] == ["LegacyWidget", "Chart"]
+    failed = UiSession(write=out, registry=ComponentRegistry())
+    await failed.push_unchecked("LegacyWidget", {})
+    await failed.abort("boom")
+    assert await failed.finish() == []

@@ -19,7 +19,12 @@ PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n"
         (b"a,b\n1,2\n3,4\n", "text/csv", "text/csv", False),
         (b'{"a": 1}', "application/json", "application/json", False),
         (b"not json", "application/json", "text/plain", True),
-        (b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>', "text/plain", "image/svg+xml", False),
+        (
+            b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+            "text/plain",
+            "image/svg+xml",
+            False,
+        ),
         (b"<!doctype html><html><body>x</body></html>", "text/plain", "text/html", False),
         (b"  <script>fetch('/x')</script>", "text/plain", "text/html", False),
         (b"\x00\x01\x02binary", "text/plain", "application/octet-stream", False),

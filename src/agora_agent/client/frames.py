@@ -57,7 +57,10 @@ def decode_frame(event: str, data: str) -> ClientFrame | None:
         return TextFrame(delta=delta) if isinstance(delta, str) and delta else None
     if event == "component":
         name = payload.get("name")
-        return ComponentFrame(name=name, data=payload.get("data")) if isinstance(name, str) else None
+        ui_id = payload.get("id")
+        if not isinstance(name, str):
+            return None
+        return ComponentFrame(name=name, data=payload.get("data"), id=ui_id if isinstance(ui_id, str) else None)
     if event == "tool":
         return _decode_tool(payload)
     if event == "agent":

@@ -88,9 +88,7 @@ def _component_tool(component: Component, name: str) -> FunctionTool:
 
     description = component.description.strip() or f"Show a {component.name} component to the user."
     schema = json.dumps(component.props.model_json_schema().get("properties", {}))[:2000]
-    return define_tool(
-        name=name, description=f"{description}\nProps schema: {schema}", input=props_model, execute=show
-    )
+    return define_tool(name=name, description=f"{description}\nProps schema: {schema}", input=props_model, execute=show)
 
 
 def genui(

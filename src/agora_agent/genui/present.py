@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agora_agent.genui.session import UiSession
     from agora_agent.tools.context import ToolContext
 
-__all__ = ["PresentationErrorHandler", "PresentationErrorInfo", "PresentFn", "run_present"]
+__all__ = ["PresentFn", "PresentationErrorHandler", "PresentationErrorInfo", "run_present"]
 
 logger = logging.getLogger("agora_agent.genui")
 

@@ -72,10 +72,8 @@ class UiSession:
         return ui_id
 
     async def push_unchecked(self, name: str, data: Any) -> None:
-        """`ctx.emit_component(name, data)`: validated when `name` is registered, passed through otherwise."""
-        if self.registry is not None and name in self.registry:
-            await self.push(name, data)
-            return
+        """`ctx.emit_component(name, data)`: the reference's mirror API, passed through as it is (no registry
+        check); it is still kept with the thread and dropped when the tool fails. Prefer `push` (`emit_ui`)."""
         if not self.can_draw(name):
             return
         ui_id = f"ui-{uuid.uuid4().hex[:12]}-{next(_counter)}"

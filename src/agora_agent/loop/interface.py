@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
+from agora_agent.genui.components import ComponentRegistry
+from agora_agent.genui.present import PresentationErrorHandler
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.quota import QuotaStore
 from agora_agent.messages import Attachment
@@ -53,6 +55,7 @@ class RunInput:
     attachments: tuple[Attachment, ...] = ()
     parent_run_id: str | None = None
     depth: int = 0
+    ui_capabilities: frozenset[str] | None = None  # component names the client draws (None: all)
 
 
 @dataclass(kw_only=True)
@@ -73,6 +76,8 @@ class LoopDeps:
     telemetry: Telemetry = field(default_factory=Telemetry)
     retrieval: InjectRetrieval | None = None  # inject mode: the `retrieve` step runs when set
     history: HistoryCache | None = None  # threads' rendered history kept between runs (the service's)
+    components: ComponentRegistry | None = None
+    on_presentation_error: PresentationErrorHandler | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

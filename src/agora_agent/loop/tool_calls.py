@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from agora_agent.errors import ToolError
+from agora_agent.genui.present import run_present
+from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
 from agora_agent.loop.interface import PendingApproval
 from agora_agent.messages import ToolCall, ToolResult
@@ -30,9 +32,10 @@ logger = logging.getLogger("agora_agent.loop")
 def _context(state: RunState, call: ToolCall) -> ToolContext:
     run, writer = state.run, state.writer
 
-    async def emit(name: str, data: Any) -> None:
-        await writer.write(ComponentFrame(name=name, data=to_jsonable(data)))
+    async def write(name: str, data: Any, ui_id: str | None) -> None:
+        await writer.write(ComponentFrame(name=name, data=to_jsonable(data), id=ui_id))
 
+    session = UiSession(write=write, registry=state.deps.components, capabilities=run.ui_capabilities)
     return ToolContext(
         actor=run.actor,
         thread_id=run.thread_id,
@@ -41,7 +44,8 @@ def _context(state: RunState, call: ToolCall) -> ToolContext:
         agent=state.deps.agent.name,
         persona=state.persona.id if state.persona else None,
         page_context=run.page_context,
-        _emitter=emit,
+        ui_capabilities=run.ui_capabilities,
+        _ui=session,
     )
 
 
@@ -154,6 +158,8 @@ async def _execute(
             "tool.retry run=%s tool=%s call=%s attempt=%d: %s", run.run_id, call.name, call.id, attempt_no, error
         )
 
+    session = ctx._ui if isinstance(ctx._ui, UiSession) else None
+
     async def tool_step() -> dict[str, Any]:
         # Errors become data inside the step, so a durable replay memoizes failures too.
         attempt_of = getattr(hooks, "tool_attempt", None)  # optional hook (see LoopHooks)
@@ -161,11 +167,19 @@ async def _execute(
             ctx.attempt = await attempt_of(call.id)
         try:
             output = await run_with_retry(attempt, deps.retry, on_retry=on_retry)
-        except ToolError as exc:
-            return {"error": str(exc)}
         except Exception as exc:
-            return {"error": f'Tool "{call.name}" failed: {exc}' if str(exc) else f'Tool "{call.name}" failed: {exc!r}'}
-        return {"output": to_jsonable(output)}
+            if isinstance(exc, ToolError):
+                error = str(exc)
+            else:
+                error = f'Tool "{call.name}" failed: {exc}' if str(exc) else f'Tool "{call.name}" failed: {exc!r}'
+            if session is not None:
+                await session.abort(error)  # no half-drawn component survives a failed call
+            return {"error": error}
+        if session is None:
+            return {"output": to_jsonable(output)}
+        # Presenting runs once, after success and outside the retry: it never re-runs a write.
+        await run_present(deps.registry.runnable(call.name), output, ctx, session, on_error=deps.on_presentation_error)
+        return {"output": to_jsonable(output), "components": await session.finish()}
 
     try:
         outcome = await hooks.step(
@@ -198,6 +212,7 @@ async def _execute(
         )
         return await _failed(state, call, kind, error)
     output = outcome["output"]
+    components = outcome.get("components") or None
     await hooks.step(
         f"persist:toolexec:{call.id}",
         lambda: deps.store.update_tool_call(
@@ -209,6 +224,7 @@ async def _execute(
                 execution_ms=elapsed_ms,
                 executed_by_ref=run.actor.id,
                 decided_by=decided_by,
+                components=components,
             ),
         ),
     )

@@ -123,7 +123,9 @@ class SafeDownloader:
                 try:
                     response = await client.send(request, stream=True)
                 except httpx2.HTTPError as exc:
-                    raise AttachmentDownloadError(f"attachment host {host!r} could not be reached ({type(exc).__name__})") from None
+                    raise AttachmentDownloadError(
+                        f"attachment host {host!r} could not be reached ({type(exc).__name__})"
+                    ) from None
                 try:
                     if response.is_redirect and "location" in response.headers:
                         url = urljoin(url, response.headers["location"])

@@ -122,6 +122,7 @@ class ToolCallRecord:
     execution_ms: int | None = None
     created_at: datetime
     executed_at: datetime | None = None
+    components: list[dict[str, Any]] | None = None  # [{id, name, data}] the call drew (kept only on success)
 
 
 @dataclass(kw_only=True)
@@ -252,6 +253,7 @@ class ToolCallPatch:
     decided_by: str | Any | None = UNSET
     execution_ms: int | Any | None = UNSET
     policy_decision: str | Any | None = UNSET
+    components: list[dict[str, Any]] | Any | None = UNSET
 
     def changes(self) -> dict[str, Any]:
         """The fields that are set, by name."""

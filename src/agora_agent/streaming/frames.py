@@ -25,10 +25,14 @@ class TextFrame:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComponentFrame:
-    """A UI component (name + JSON data) emitted by a tool via `ctx.emit_component`."""
+    """A UI component (name + JSON data) pushed by a tool (`ctx.emit_ui`, `present`, `ctx.emit_component`).
+
+    A later frame with the same `id` replaces the earlier one (a loading state, then the data).
+    """
 
     name: str
     data: Any
+    id: str | None = None
     type: Literal["component"] = "component"
 
 

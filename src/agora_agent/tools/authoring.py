@@ -34,6 +34,8 @@ from agora_agent.tools.spec import CanUse, Describe, DescribeContext, EnabledFla
 __all__ = ["ActionTool", "AuthoredKind", "BaseTool", "FunctionTool", "ReadTool", "define_tool", "tool"]
 
 AuthoredKind = Literal["read", "action"]
+PresentArg = Callable[[Any, ToolContext], Any] | None
+"""`present(output, ctx)`: the tool's result as UI (`table(...)`, `chart(...)`, a list, or None)."""
 RolesArg = Iterable[str] | None
 TtlArg = timedelta | float | None
 
@@ -121,11 +123,18 @@ class FunctionTool:
     Calling the object calls the original function unchanged, so unit tests can use it directly.
     """
 
-    def __init__(self, spec: ToolSpec, fn: Callable[..., Any], invoke: Callable[[BaseModel, ToolContext], Any]) -> None:
+    def __init__(
+        self,
+        spec: ToolSpec,
+        fn: Callable[..., Any],
+        invoke: Callable[[BaseModel, ToolContext], Any],
+        present: PresentArg = None,
+    ) -> None:
         self.spec = spec
         self.origin = qualname(fn)
         self._fn = fn
         self._invoke = invoke
+        self.present = present
         functools.update_wrapper(self, fn)  # copies __name__/__doc__ so the object reads like the function
 
     async def invoke(self, input: BaseModel, ctx: ToolContext) -> Any:
@@ -153,6 +162,7 @@ def _function_tool(
     approver_roles: RolesArg,
     approval_ttl: TtlArg,
     blocking: bool = True,
+    present: PresentArg = None,
 ) -> FunctionTool:
     if not callable(fn):
         raise ConfigurationError(f"@tool decorates a function, got {fn!r}")
@@ -184,7 +194,7 @@ def _function_tool(
             result = fn(**shape.kwargs(input, ctx))  # declared non-blocking: on the loop, no thread hop
             return (await result) if inspect.isawaitable(result) else result
 
-    return FunctionTool(spec, fn, invoke)
+    return FunctionTool(spec, fn, invoke, present)
 
 
 @overload
@@ -205,6 +215,7 @@ def tool(
     approver_roles: RolesArg = None,
     approval_ttl: TtlArg = None,
     blocking: bool = True,
+    present: PresentArg = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -223,6 +234,7 @@ def tool(
     approver_roles: RolesArg = None,
     approval_ttl: TtlArg = None,
     blocking: bool = True,
+    present: PresentArg = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a function (async or sync) into a tool; use bare (`@tool`) or with options (`@tool(kind="action")`).
 
@@ -232,6 +244,7 @@ def tool(
     A sync function runs in a worker thread so it never blocks the event loop; `blocking=False` declares
     that it never blocks (pure computation of microseconds) and calls it on the loop, saving the thread
     hop (~0.1 ms idle, milliseconds on a loaded host) — never for I/O or anything slow.
+    `present(output, ctx)` turns a successful result into UI components (the model still gets `output`).
     Raises `ConfigurationError` (naming the function) for a missing description, a bad name or kind.
     """
     options: dict[str, Any] = {
@@ -246,6 +259,7 @@ def tool(
         "approver_roles": approver_roles,
         "approval_ttl": approval_ttl,
         "blocking": blocking,
+        "present": present,
     }
     if fn is not None:
         return _function_tool(fn, **options)
@@ -266,8 +280,12 @@ def define_tool(
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
     approval_ttl: TtlArg = None,
+    present: PresentArg = None,
 ) -> FunctionTool:
-    """Build a tool from explicit parts: `execute(input_model, ctx)` may be sync (run in a thread) or async."""
+    """Build a tool from explicit parts: `execute(input_model, ctx)` may be sync (run in a thread) or async.
+
+    `present(output, ctx)` optionally turns a successful result into UI components.
+    """
     spec = build_spec(
         owner=f"define_tool(name={name!r})",
         name=name,
@@ -286,7 +304,7 @@ def define_tool(
     async def invoke(value: BaseModel, ctx: ToolContext) -> Any:
         return await _run(execute, value, ctx)
 
-    return FunctionTool(spec, execute, invoke)
+    return FunctionTool(spec, execute, invoke, present)
 
 
 class _NoInput(BaseModel):
@@ -298,7 +316,8 @@ class BaseTool(ABC):
 
     Required: `name`, `kind` (or subclass `ReadTool`/`ActionTool`), `execute`. Optional: `description`
     (default: the class docstring), `Input` (default: no arguments), `roles`, `ability`, `approver_roles`,
-    `approval_ttl`, and the per-call hooks `is_enabled()`, `can_use(actor)`, `describe(ctx)`.
+    `approval_ttl`, the per-call hooks `is_enabled()`, `can_use(actor)`, `describe(ctx)`, and
+    `present(self, output, ctx)` to show a successful result as UI components.
     Register the class to have it built lazily by the registry's factory (dependency injection),
     or register an instance.
     """

@@ -59,9 +59,8 @@ class ToolContext:
     async def emit_component(self, name: str, data: Any) -> None:
         """Send a UI component (name + JSON-serialisable data) to the run's stream at this point.
 
-        A registered component's data is validated first (`ComponentPropsError`); an unregistered name
-        is passed through as is. From a sync tool (which runs in a worker thread) call it through
-        `anyio.from_thread.run`.
+        The data is sent as it is (no validation — use `emit_ui` for a registered, validated component).
+        From a sync tool (which runs in a worker thread) call it through `anyio.from_thread.run`.
         """
         if self._ui is not None:
             await self._ui.push_unchecked(name, data)

@@ -360,6 +360,11 @@ class ToolRegistry:
         dumped = value.model_dump(mode="json")
         return AuthorizedCall(spec=spec, input=value, args=dumped)
 
+    def runnable(self, name: str) -> object | None:
+        """The registered tool object for `name` (built on first use), or None; e.g. to reach its `present`."""
+        entry = self._entries.get(name)
+        return entry.runnable() if entry is not None else None
+
     async def execute(self, call: AuthorizedCall, ctx: ToolContext) -> Any:
         """Run an authorized call once (no retry); the tool's exceptions propagate unchanged."""
         entry = self._entries.get(call.spec.name)

@@ -94,6 +94,11 @@ class ChatRequest(WireModel):
     persona: str | None = Field(default=None, min_length=1, description="A persona id of the agent.")
     page_context: dict[str, Any] | None = Field(default=None, description="What the user is looking at.")
     attachments: list[AttachmentWire] | None = Field(default=None, max_length=32)
+    ui_capabilities: list[str] | None = Field(
+        default=None,
+        max_length=200,
+        description="The component names this client can draw; others are not pushed (absent: all).",
+    )
 
     _check_message = field_validator("message")(_not_blank)
 
@@ -213,6 +218,14 @@ class MessageOut(WireModel):
         )
 
 
+class ComponentOut(WireModel):
+    """A generative-UI component as stored with its tool call: draw `name` with `data`."""
+
+    id: str
+    name: str
+    data: Any = None
+
+
 class ToolCallOut(WireModel):
     """A tool call's audit row as the thread's owner sees it (status, result, who decided)."""
 
@@ -229,6 +242,9 @@ class ToolCallOut(WireModel):
     execution_ms: int | None = None
     created_at: datetime
     executed_at: datetime | None = None
+    components: list[ComponentOut] | None = Field(
+        default=None, description="The UI components the call drew, in order (a reload shows them again)."
+    )
 
     @classmethod
     def of(cls, t: ToolCallRecord) -> ToolCallOut:
@@ -246,6 +262,7 @@ class ToolCallOut(WireModel):
             execution_ms=t.execution_ms,
             created_at=t.created_at,
             executed_at=t.executed_at,
+            components=[ComponentOut.model_validate(c) for c in t.components] if t.components else None,
         )
 
 

@@ -75,7 +75,10 @@ def frame_payload(frame: Frame) -> tuple[str | None, dict[str, Any]]:
     if isinstance(frame, TextFrame):
         return None, {"delta": frame.delta}
     if isinstance(frame, ComponentFrame):
-        return "component", {"name": frame.name, "data": frame.data}
+        payload = {"name": frame.name, "data": frame.data}
+        if frame.id is not None:
+            payload["id"] = frame.id
+        return "component", payload
     if isinstance(frame, ToolFrame):
         return "tool", {
             "toolCallId": frame.tool_call_id,

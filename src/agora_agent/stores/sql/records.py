@@ -97,6 +97,7 @@ def tool_call_record(row: Row) -> ToolCallRecord:
         execution_ms=row["execution_ms"],
         created_at=row["created_at"],
         executed_at=row["executed_at"],
+        components=row["components"],
     )
 
 

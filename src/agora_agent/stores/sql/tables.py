@@ -138,6 +138,7 @@ tool_call = sa.Table(
     sa.Column("execution_ms", sa.Integer),
     sa.Column("created_at", UtcMicros, nullable=False),
     sa.Column("executed_at", UtcMicros),
+    sa.Column("components", sa.JSON),
     sa.UniqueConstraint("run_id", "id", name="uq_agent_tool_call_run_id"),
     sa.Index("ix_agent_tool_call_thread", "thread_id", "seq"),
     sa.Index("ix_agent_tool_call_message", "message_id"),

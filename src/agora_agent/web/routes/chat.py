@@ -88,6 +88,7 @@ async def chat(
         persona=body.persona,
         page_context=body.page_context,
         attachments=[a.to_attachment() for a in body.attachments or ()],
+        ui_capabilities=body.ui_capabilities,
     )
     events = await service.subscribe(started.run_id)
     return event_source_response(

@@ -1,5 +1,10 @@
-// Renderers for the builtin generative-UI components (REFERENCE UI-01..05): the server sends a name and
-// JSON data, the page owns the rendering. Unknown names render a small note, never a crash (UI-02).
+// Renderers for the generative-UI components: the server sends a name and validated JSON data, the page
+// owns the rendering. Unknown names render a small note, never a crash. An app adds its own renderer with
+// `registerComponent(name, (data) => Node)` — from a plain ES module listed in the page settings'
+// `componentModules`, whose default export receives `registerComponent` (see docs/genui.md).
+//
+// Every component accepts the placeholder states {state: "loading"} (a skeleton), {state: "empty"} and
+// {state: "error", message}; a later frame with the same id replaces the drawing.
 //
 // DataTable: {title?, columns?: [{key, label}], rows: [{…}]}  (columns default to the first row's keys)
 // Chart:     {title?, type?: "bar"|"line"|"donut", labels: [...], series: [{name, values: [...]}]}
@@ -13,10 +18,28 @@ export function registerComponent(name, render) {
   renderers.set(name, render);
 }
 
+export function hasRenderer(name) {
+  return renderers.has(name);
+}
+
+// The component names this page can draw, sent as `uiCapabilities` so the server pushes nothing else.
+export function capabilities() {
+  return [...renderers.keys()];
+}
+
+function placeholder(name, data) {
+  if (data.state === "loading") {
+    return h("div.component.skeleton", { role: "status", "aria-label": `Loading ${name}` }, h("div.sk-line"), h("div.sk-line"), h("div.sk-line.short"));
+  }
+  if (data.state === "error") return h("div.component.state-error", { role: "alert" }, data.message || `${name} could not be shown`);
+  return h("div.component.state-empty", {}, data.message || "Nothing to show");
+}
+
 export function renderComponent(name, data) {
   const render = renderers.get(name);
   if (!render) return h("div.component.unknown", {}, `(component "${name}" has no renderer on this page)`);
   try {
+    if (data && typeof data.state === "string") return placeholder(name, data);
     return render(data ?? {});
   } catch (err) {
     return h("div.component.unknown", {}, `(component "${name}" could not be shown: ${err.message})`);
@@ -91,3 +114,18 @@ registerComponent("DataTable", dataTable);
 registerComponent("table", dataTable);
 registerComponent("Chart", chart);
 registerComponent("chart", chart);
+
+// Load the app's own renderer modules (page settings `componentModules`: URLs of ES modules whose default
+// export is `(registerComponent) => void`). A module that fails to load is reported, never fatal.
+export async function loadComponentModules(urls = []) {
+  const failures = [];
+  for (const url of urls) {
+    try {
+      const mod = await import(new URL(url, document.baseURI).href);
+      if (typeof mod.default === "function") mod.default(registerComponent);
+    } catch (err) {
+      failures.push(`${url}: ${err.message || err}`);
+    }
+  }
+  return failures;
+}
