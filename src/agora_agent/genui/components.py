@@ -66,7 +66,9 @@ class Component:
         """Props → the JSON that goes on the wire; raises `ComponentPropsError` listing every issue."""
         try:
             model = data if isinstance(data, self.props) else self.props.model_validate(data)
-            out = model.model_dump(mode="json", exclude_none=True)
+            # A placeholder ({"state": "loading"}) carries only what was given, not the data's defaults.
+            placeholder = getattr(model, "state", None) is not None
+            out = model.model_dump(mode="json", exclude_none=True, exclude_unset=placeholder)
             if self.output_props is not None:
                 out = self.output_props.model_validate(out).model_dump(mode="json", exclude_none=True)
         except ValidationError as exc:
