@@ -16,7 +16,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -97,6 +97,7 @@ class ThreadDetail:
     messages: list[MessageRecord]
     tool_calls: list[ToolCallRecord]
     last_message_preview: str | None
+    runs: list[RunRecord] = field(default_factory=list)  # the runs of its messages (status: a stopped reply …)
 
 
 class AgentService:
@@ -541,7 +542,18 @@ class AgentService:
         messages = await self.store.list_messages(thread_id)
         calls = await self.store.list_tool_calls(thread_id=thread_id)
         preview = messages[-1].content[:120] if messages else None
-        return ThreadDetail(thread=thread, messages=messages, tool_calls=calls, last_message_preview=preview)
+        run_ids = list(dict.fromkeys(m.run_id for m in messages if m.run_id))
+        runs = [r for r in [await self.store.get_run(rid) for rid in run_ids[-50:]] if r is not None]
+        return ThreadDetail(thread=thread, messages=messages, tool_calls=calls, last_message_preview=preview, runs=runs)
+
+    async def rename_thread(self, thread_id: str, title: str) -> None:
+        """Give the thread a title of 1-200 characters (InvalidRequestError otherwise; NotFoundError)."""
+        title = title.strip() if isinstance(title, str) else ""
+        if not title or len(title) > 200:
+            raise InvalidRequestError("title must be 1 to 200 characters")
+        if await self.store.get_thread(thread_id) is None:
+            raise NotFoundError("thread not found")
+        await self.store.set_title(thread_id, title)
 
     async def delete_thread(self, thread_id: str) -> None:
         if not await self.store.soft_delete_thread(thread_id):

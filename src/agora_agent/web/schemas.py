@@ -289,11 +289,27 @@ class ThreadSummaryOut(WireModel):
         return cls.of(summary.thread, summary.last_message_preview)
 
 
+class RunStatusOut(WireModel):
+    """Where one run of a thread ended (`cancelled` marks a reply the user stopped)."""
+
+    run_id: str
+    status: str
+    started_at: datetime
+    finished_at: datetime | None = None
+
+
 class ThreadDetailOut(ThreadSummaryOut):
     """HTTP-09: the summary plus `messages[]` (oldest first) and the thread's `toolCalls[]` audit rows."""
 
     messages: list[MessageOut]
     tool_calls: list[ToolCallOut] = Field(default_factory=list)
+    runs: list[RunStatusOut] = Field(default_factory=list, description="The status of each run of the thread.")
+
+
+class RenameThreadRequest(WireModel):
+    """`PATCH /threads/{id}`: a new title for the thread."""
+
+    title: str = Field(min_length=1, max_length=200)
 
 
 def _thread_fields(t: ThreadRecord) -> dict[str, Any]:

@@ -9,9 +9,26 @@ from fastapi import APIRouter, Query, Request
 from agora_agent.errors import NotFoundError
 from agora_agent.web.access import own_thread
 from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
-from agora_agent.web.schemas import MessageOut, OkResponse, PersonaOut, ThreadDetailOut, ThreadSummaryOut, ToolCallOut
+from agora_agent.web.schemas import (
+    MessageOut,
+    OkResponse,
+    PersonaOut,
+    RenameThreadRequest,
+    RunStatusOut,
+    ThreadDetailOut,
+    ThreadSummaryOut,
+    ToolCallOut,
+)
 
-__all__ = ["add_routes", "delete_thread", "fork_thread", "get_thread", "list_threads", "persona_catalog"]
+__all__ = [
+    "add_routes",
+    "delete_thread",
+    "fork_thread",
+    "get_thread",
+    "list_threads",
+    "persona_catalog",
+    "rename_thread",
+]
 
 
 async def list_threads(service: ServiceDep, actor: ActorDep) -> list[ThreadSummaryOut]:
@@ -38,7 +55,20 @@ async def get_thread(request: Request, service: ServiceDep, actor: ActorDep, thr
         **ThreadSummaryOut.of(detail.thread, detail.last_message_preview).model_dump(),
         messages=[MessageOut.of(m) for m in detail.messages],
         tool_calls=[ToolCallOut.of(t) for t in detail.tool_calls],
+        runs=[
+            RunStatusOut(run_id=r.id, status=r.status, started_at=r.started_at, finished_at=r.finished_at)
+            for r in detail.runs
+        ],
     )
+
+
+async def rename_thread(
+    request: Request, service: ServiceDep, actor: ActorDep, thread_id: str, body: RenameThreadRequest
+) -> OkResponse:
+    """Rename the thread (1-200 characters)."""
+    await own_thread(service, thread_id, actor, request)
+    await service.rename_thread(thread_id, body.title)
+    return OkResponse()
 
 
 async def delete_thread(request: Request, service: ServiceDep, actor: ActorDep, thread_id: str) -> OkResponse:
@@ -64,6 +94,9 @@ def add_routes(router: APIRouter) -> None:
     )
     router.get("/threads/{thread_id}", response_model=ThreadDetailOut, responses=error_responses(403, 404))(get_thread)
     router.delete("/threads/{thread_id}", response_model=OkResponse, responses=error_responses(403, 404))(delete_thread)
+    router.patch("/threads/{thread_id}", response_model=OkResponse, responses=error_responses(403, 404, 422))(
+        rename_thread
+    )
     router.post(
         "/threads/{thread_id}/fork-from/{message_id}",
         response_model=ThreadSummaryOut,
