@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agora_agent.actors import Actor, ActorResolver, UnconfiguredActorResolver
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from agora_agent.genui.components import ComponentRegistry
     from agora_agent.genui.present import PresentationErrorHandler
     from agora_agent.mcp.config import MCPServer
+    from agora_agent.media.download import SafeDownloader
     from agora_agent.observability.events import EventHandler
 
 __all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
@@ -50,6 +52,17 @@ class DashboardConfig:
     path: str | None = None
     authorize: Callable[[Actor, Any], Any] | None = None
     on_unauthenticated: Callable[[Any], Any] | None = None
+
+
+def _sqlite_attachment_dir(url: str) -> Path | None:
+    """`<db dir>/attachments` for a SQLite file URL; None for other stores and in-memory SQLite."""
+    scheme, sep, rest = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite"):
+        return None
+    db = rest.split("?", 1)[0]
+    if not db or db == ":memory:":
+        return None
+    return Path(db).parent / "attachments"
 
 
 def _default_factory(cls: type) -> object:
@@ -89,6 +102,11 @@ class AgentConfig:
       `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` environment switch); arguments pass `redactor`.
     - `mcp_servers`: external MCP servers (`agora_agent.mcp.MCPServer`, the `mcp` extra) whose tools
       join the registry as governed tools; connected in `start()`, closed in `close()`.
+    - `attachment_staging`: where uploads go (default for a SQLite file store: a
+      `FilesystemAttachmentStore` beside the database; otherwise none, and no upload route).
+      `attachment_downloader` (a `SafeDownloader`, SSRF-guarded) fetches URLs the provider cannot
+      reach — always for text attachments, for images/PDFs when `attachment_download_remote` is on;
+      text attachments are inlined up to `attachment_text_max_chars`.
     - `components`: the generative-UI `ComponentRegistry` tools push into (default: the builtins
       `DataTable` and `Chart`); `on_presentation_error(error, info)` hears a failed `present()`
       (default: a warning in the log).
@@ -131,6 +149,9 @@ class AgentConfig:
     request_max_bytes: int = 1_048_576
     attachment_staging: AttachmentStagingStore | None = None
     attachment_max_bytes: int = 20 * 1024 * 1024
+    attachment_downloader: SafeDownloader | None = None
+    attachment_download_remote: bool = False
+    attachment_text_max_chars: int = 100_000
     attachment_allowed_content_types: tuple[str, ...] = (
         "image/png",
         "image/jpeg",
@@ -144,6 +165,14 @@ class AgentConfig:
     retriever: Retriever | None = None
     retrieval_top_k: int = 5
     retrieval_filter: RetrievalFilter | None = acl_filter
+    def __post_init__(self) -> None:
+        # Uploads on by default for the embedded SQLite deployment: files next to the database file.
+        if self.attachment_staging is None and isinstance(self.store, str):
+            directory = _sqlite_attachment_dir(self.store)
+            if directory is not None:
+                from agora_agent.stores.attachments import FilesystemAttachmentStore
+
+                self.attachment_staging = FilesystemAttachmentStore(directory)
 
     def all_agents(self) -> list[AgentDefinition]:
         """The default agent first, then the extra agents."""

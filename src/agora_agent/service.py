@@ -38,6 +38,7 @@ from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
 from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
 from agora_agent.loop import LoopDeps, RunInput
 from agora_agent.loop.history import HistoryCache
+from agora_agent.media.prepare import AttachmentPreparer, check_supported
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
@@ -129,6 +130,12 @@ class AgentService:
                 self.registry.register(tool)
         self.registry.warn_unguarded_actions()
         self.components = config.components if config.components is not None else ComponentRegistry()
+        self.attachment_preparer = AttachmentPreparer(
+            store=config.attachment_staging,
+            downloader=config.attachment_downloader,
+            download_remote=config.attachment_download_remote,
+            text_max_chars=config.attachment_text_max_chars,
+        )
         self.policy: RolesPolicy = config.roles_policy or DefaultRolesPolicy(
             default_roles=config.default_roles, empty_roles=config.empty_roles
         )
@@ -179,6 +186,7 @@ class AgentService:
             self.store = self._backend.store
         elif store is not None:
             self.store = store
+        self._bind_attachment_store()
         self.pricing = self._resolve_pricing()
         if self.quota is None and config.budget is not None:
             if self._backend is not None:
@@ -227,6 +235,20 @@ class AgentService:
         )
         await runner.launch()
         return runner
+
+    def _bind_attachment_store(self) -> None:
+        """A filesystem staging store serves files from our route and keeps metadata in our SQL database."""
+        from agora_agent.stores.attachments import FilesystemAttachmentStore
+
+        staging = self.config.attachment_staging
+        if not isinstance(staging, FilesystemAttachmentStore):
+            return
+        if not staging.url_prefix:
+            staging.url_prefix = f"{self.config.prefix}/attachments"
+        if self._backend is not None:
+            from agora_agent.stores.sql.attachments import SqlAttachmentIndex
+
+            staging.bind_index(SqlAttachmentIndex(self._backend.engine))
 
     async def close(self) -> None:
         """Cancel runs in flight and release connections."""
@@ -340,6 +362,7 @@ class AgentService:
             history=self._history,
             components=self.components,
             on_presentation_error=self.config.on_presentation_error,
+            attachments=self.attachment_preparer,
         )
 
     def persona_catalog(self, agent: str | None = None) -> list[Persona]:
@@ -376,6 +399,8 @@ class AgentService:
         if persona is not None and definition.persona(persona) is None:
             known = ", ".join(p.id for p in definition.personas) or "none"
             raise InvalidRequestError(f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})')
+        for attachment in attachments:
+            check_supported(attachment)  # 422 now rather than a failed run later
         runner = self.runner
         day = utc_day()
         if self.quota is not None:  # before anything is stored: a refused chat leaves no trace

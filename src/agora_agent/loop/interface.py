@@ -13,6 +13,7 @@ from agora_agent.genui.components import ComponentRegistry
 from agora_agent.genui.present import PresentationErrorHandler
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.quota import QuotaStore
+from agora_agent.media.prepare import AttachmentPreparer
 from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
@@ -78,6 +79,7 @@ class LoopDeps:
     history: HistoryCache | None = None  # threads' rendered history kept between runs (the service's)
     components: ComponentRegistry | None = None
     on_presentation_error: PresentationErrorHandler | None = None
+    attachments: AttachmentPreparer | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

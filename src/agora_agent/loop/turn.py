@@ -177,10 +177,15 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
         if delta:
             await writer.write(TextFrame(delta=delta))
 
+    async def call_model() -> ModelTurn:
+        # Attachments are inlined here, inside the step: their bytes are never checkpointed.
+        prepared = await deps.attachments.prepare(request) if deps.attachments is not None else request
+        return await deps.model.run_turn(prepared, on_text)
+
     try:
         turn = await hooks.step(
             f"llm:{i}",
-            lambda: deps.telemetry.chat(run, deps.model, request, lambda: deps.model.run_turn(request, on_text)),
+            lambda: deps.telemetry.chat(run, deps.model, request, call_model),
         )
     except BaseException:
         if reservation is not None and deps.quota is not None:

@@ -147,6 +147,20 @@ tool_call = sa.Table(
     sa.Index("ix_agent_tool_call_name_created", "tool_name", "tool_type", "created_at"),
 )
 
+attachment = sa.Table(
+    "agent_attachment",
+    metadata,
+    sa.Column("media_id", _Id, primary_key=True),
+    sa.Column("filename", sa.String(255), nullable=False),
+    sa.Column("content_type", sa.String(255), nullable=False),
+    sa.Column("size_bytes", sa.BigInteger, nullable=False),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("tenant_ref", _Ref),
+    sa.Column("sha256", sa.String(64)),
+    sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_attachment_actor", "actor_ref", "created_at"),
+)
+
 approval = sa.Table(
     "agent_approval",
     metadata,
