@@ -13,6 +13,10 @@ SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.cookie)</
 ALL_TYPES = ("image/png", "text/plain", "image/svg+xml", "text/html")
 
 
+def _files(directory: Path) -> list[Path]:
+    return list(directory.rglob("att_*"))
+
+
 async def upload(client: object, name: str, data: bytes, content_type: str, headers: dict[str, str]) -> object:
     return await client.post("/agent/attachments", files={"file": (name, data, content_type)}, headers=headers)  # type: ignore[attr-defined]
 
@@ -31,7 +35,7 @@ async def test_a_disguised_file_is_refused_as_what_it_is(tmp_path: Path) -> None
         assert r.status_code == 415 and "image/svg+xml" in r.json()["error"]
         r = await upload(client, "cat.bin", PNG, "application/octet-stream", ALICE)  # unknown type
         assert r.status_code == 415  # octet-stream itself is not on the allow-list: refused before sniffing
-        assert list(tmp_path.rglob("att_*")) == []
+    assert _files(tmp_path) == []  # nothing refused was written
 
 
 async def test_uploader_only_download_with_safe_headers(tmp_path: Path) -> None:
@@ -62,7 +66,7 @@ async def test_sqlite_deployments_get_uploads_that_survive_a_restart(tmp_path: P
     url = f"sqlite+aiosqlite:///{tmp_path / 'agent.db'}"
     async with asgi_client(make_config(store=url)) as (client, _):
         staged = (await upload(client, "cat.png", PNG, "image/png", ALICE)).json()
-    assert list((tmp_path / "attachments").rglob("att_*"))  # beside the database file
+    assert _files(tmp_path / "attachments")  # beside the database file
     async with asgi_client(make_config(store=url)) as (client, _):  # a new process: metadata came from SQL
         got = await client.get(staged["url"], headers=ALICE)
         assert got.status_code == 200 and got.content == PNG
