@@ -116,7 +116,8 @@ def test_a_member_is_not_offered_the_refund_tool(open_as: Any, demo_server: Demo
     ready(page)
     reply = send(page, "refund order 2001")
     settled(page)
-    assert "`refund_order` is not offered to you" in reply_text(reply)
+    assert "refund_order is not offered to you" in reply_text(reply)  # `code` rendered as Markdown
+    assert reply.locator(".text code", has_text="refund_order").count() == 1
     # only the inject-mode `retrieve` card (the help centre was consulted); no tool was called
     assert reply.locator(".tool .tool-name").all_inner_texts() == ["retrieve"]
     assert demo_server.order(2001)["status"] == "paid"
@@ -278,7 +279,8 @@ def test_the_read_only_persona_cannot_refund_and_threads_reopen(open_as: Any) ->
     page.select_option("#persona", "readonly")
     reply = send(page, "refund order 1001")
     settled(page)
-    assert "`refund_order` is not offered to you" in reply_text(reply)
+    assert "refund_order is not offered to you" in reply_text(reply)  # `code` rendered as Markdown
+    assert reply.locator(".text code", has_text="refund_order").count() == 1
     active = page.locator(".thread.active")
     assert active.locator(".t-title").inner_text() == "refund order 1001"
     thread_id = active.get_attribute("data-thread-id")

@@ -53,6 +53,18 @@ HELP = (
     '"sql: SELECT name, price FROM products", "tell me a long story" or "simulate a failure".'
 )
 
+# Shows what the chat page renders — and that nothing a model writes can run in it.
+MARKDOWN_SAMPLE = (
+    "Here is what I can format:\n\n"
+    "| Product | Units | Revenue |\n|---|---:|---:|\n| Rocket Skates | 4 | $596 |\n| Portable Hole | 9 | $359.91 |\n\n"
+    "**Bold**, *italic*, `inline code` and a [link](https://example.com/docs).\n\n"
+    "```python\nasync def refund(order_id: int) -> None:\n    ...\n```\n\n"
+    "- a list item\n- another one\n\n"
+    '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> (this markup is removed)'
+)
+_ATTACHED = "--- attachment: "
+_ATTACHMENT_TEXT = re.compile(r"--- attachment: (.+?) \(([^)]+)\) ---\n(.*?)(?=\n\n--- attachment: |\Z)", re.DOTALL)
+
 _REFUND = re.compile(r"\brefund\b\D*?(\d{3,6})")
 _ORDER = re.compile(r"\border\s*#?\s*(\d{3,6})")
 _ANALYST = re.compile(r"^\s*(?:please\s+)?ask\s+(?:the\s+)?analyst\b[\s,:]*(.*)$", re.IGNORECASE | re.DOTALL)
@@ -92,6 +104,8 @@ class DemoModel:
         calls: list[ToolCall] = []
         if last.role == "tool":
             text = _summarise(last.tool_results)
+        elif last.attachments or _ATTACHED in last.content:
+            text = _describe_attachments(last)
         else:
             text, calls = self._plan(last.content, offered, request.system)
         for word in _words(text):
@@ -146,6 +160,8 @@ class DemoModel:
             return _call(offered, "show_orders", args, "Here are the orders I can see for you.")
         if "long" in lowered or "story" in lowered:
             return LONG_STORY, []
+        if "markdown" in lowered:
+            return MARKDOWN_SAMPLE, []
         return HELP, []
 
 
@@ -158,6 +174,20 @@ def _from_context(system: str) -> str | None:
         return None
     source = f" ({match.group('source')})" if match.group("source") else ""
     return f"From the help centre{source}: {match.group('text').strip()} [1]"
+def _describe_attachments(message: ModelMessage) -> str:
+    """What the demo model can say about files: their names and kinds, and the start of any text file."""
+    lines = ["I received your attachment(s):"]
+    for att in message.attachments:
+        size = len(att.url.split(",", 1)[-1]) * 3 // 4 if att.url.startswith("data:") else None
+        kind = (
+            "image" if att.content_type.startswith("image/") else "PDF" if att.content_type.endswith("pdf") else "file"
+        )
+        lines.append(f"- **{att.name}** ({kind}, {att.content_type}{f', {size:,} bytes' if size else ''})")
+    for name, content_type, body in _ATTACHMENT_TEXT.findall(message.content):
+        first = " ".join(body.split())[:200]
+        lines.append(f"- **{name}** ({content_type}) says: “{first}”")
+    lines.append("\nA real model reads images and PDFs too; the offline demo model only lists them.")
+    return "\n".join(lines)
 
 
 def _call(offered: set[str], name: str, args: dict[str, Any], preface: str) -> tuple[str, list[ToolCall]]:
@@ -196,8 +226,8 @@ def _summary(result: ToolResult) -> str:
         if not data.get("found", True):
             return str(data.get("message", "No such order."))
         return (
-            f"Order {data.get('id')}: {data.get('quantity')} × {data.get('product')} for {data.get('customer')}, "
-            f"${data.get('total')}, status {data.get('status')}."
+            f"**Order {data.get('id')}** — {data.get('quantity')} × {data.get('product')} "
+            f"for {data.get('customer')}\n\n- Total: **${data.get('total')}**\n- Status: `{data.get('status')}`"
         )
     if result.name == "sales_chart":
         return "The chart above shows the sales."

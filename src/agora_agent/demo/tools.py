@@ -7,6 +7,7 @@ that boundary: an order of another tenant is "not found".
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -16,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.errors import ToolExecutionError
+from agora_agent.genui import Presentation, table
 from agora_agent.tools.authoring import FunctionTool, tool
 from agora_agent.tools.context import ToolContext
 
@@ -36,10 +38,27 @@ def _scope(ctx: ToolContext, alias: str = "o") -> tuple[str, dict[str, Any]]:
     return f"{alias}.tenant = :tenant", {"tenant": tenant}
 
 
-def shop_tools(engine: AsyncEngine) -> list[FunctionTool]:
-    """The shop tools bound to `engine` (the shop database): show_orders, lookup_order, refund_order, sales_chart."""
+def _orders_table(output: dict[str, Any], ctx: ToolContext) -> Presentation:
+    """`show_orders` presents its rows as a table; the model gets only the count and the ids."""
+    columns = [
+        ("id", "Order"),
+        ("customer", "Customer"),
+        ("product", "Product"),
+        ("quantity", "Qty"),
+        ("total", "Total ($)"),
+        ("status", "Status"),
+        ("ordered_at", "Ordered"),
+    ]
+    return table(output["rows"], columns=columns, title=output["title"])
 
-    @tool
+
+def shop_tools(engine: AsyncEngine, *, chart_delay: float = 0.5) -> list[FunctionTool]:
+    """The shop tools bound to `engine` (the shop database): show_orders, lookup_order, refund_order, sales_chart.
+
+    `show_orders` presents a table; `sales_chart` shows a loading chart for `chart_delay` seconds first.
+    """
+
+    @tool(present=_orders_table)
     async def show_orders(
         ctx: ToolContext,
         status: Annotated[
@@ -54,23 +73,12 @@ def shop_tools(engine: AsyncEngine) -> list[FunctionTool]:
         async with engine.connect() as conn:
             result = await conn.execute(text(f"{_ORDER_SELECT} WHERE {where} ORDER BY o.ordered_at DESC"), params)
             rows = [dict(r._mapping) for r in result]
-        await ctx.emit_component(
-            "DataTable",
-            {
-                "title": f"Orders{f' ({status})' if status else ''} — {ctx.actor.tenant_ref or 'all tenants'}",
-                "columns": [
-                    {"key": "id", "label": "Order"},
-                    {"key": "customer", "label": "Customer"},
-                    {"key": "product", "label": "Product"},
-                    {"key": "quantity", "label": "Qty"},
-                    {"key": "total", "label": "Total ($)"},
-                    {"key": "status", "label": "Status"},
-                    {"key": "ordered_at", "label": "Ordered"},
-                ],
-                "rows": [{**r, "ordered_at": str(r["ordered_at"])[:16].replace("T", " ")} for r in rows],
-            },
-        )
-        return {"count": len(rows), "order_ids": [r["id"] for r in rows]}
+        return {
+            "count": len(rows),
+            "order_ids": [r["id"] for r in rows],
+            "title": f"Orders{f' ({status})' if status else ''} — {ctx.actor.tenant_ref or 'all tenants'}",
+            "rows": [{**r, "ordered_at": str(r["ordered_at"])[:16].replace("T", " ")} for r in rows],
+        }
 
     @tool
     async def lookup_order(
@@ -123,6 +131,8 @@ def shop_tools(engine: AsyncEngine) -> list[FunctionTool]:
         group_by: Annotated[Literal["product", "day"], Field(description="Bars per product or per day.")] = "product",
     ) -> dict[str, Any]:
         """Chart the caller's tenant's sales (refunds excluded), per product or per day."""
+        chart_id = await ctx.emit_ui("Chart", {"state": "loading"})  # a skeleton while the numbers come
+        await asyncio.sleep(chart_delay)
         where, params = _scope(ctx)
         label = "p.name" if group_by == "product" else "substr(o.ordered_at, 1, 10)"
         sql = (
@@ -138,7 +148,7 @@ def shop_tools(engine: AsyncEngine) -> list[FunctionTool]:
             "labels": [str(r["label"]) for r in rows],
             "series": [{"name": "revenue ($)", "values": [float(r["revenue"] or 0) for r in rows]}],
         }
-        await ctx.emit_component("Chart", data)
+        await ctx.emit_ui("Chart", data, id=chart_id)
         return {"group_by": group_by, "rows": rows}
 
     tools: Sequence[FunctionTool] = (show_orders, lookup_order, refund_order, sales_chart)

@@ -209,7 +209,8 @@ def mount_pages(
     `source` is an `AgentService` or an `AgentConfig`; `prefix` is the URL prefix of the agent API
     (default `config.path`). When `target` is an `APIRouter` with its own prefix, routes are added
     relative to it. `ui_settings` are extra keys for the chat page's `window.__AGENT_UI__` (e.g.
-    `modelLabel`, `suggestions`, `demo`). Returns what was mounted; warnings are also logged.
+    `modelLabel`, `suggestions`, `demo`, `componentModules`: URLs of ES modules registering your own
+    component renderers). Returns what was mounted; warnings are also logged.
     """
     config: _PagesConfig = getattr(source, "config", source)
     api_base = _normalise(prefix if prefix is not None else config.path)
@@ -234,6 +235,11 @@ def mount_pages(
         dashboard_ok = decide_dashboard_mount(config)[0]
         dash_url = dashboard_mount_path(api_base, _dashboard(config).path) + "/"
         settings: dict[str, Any] = {"base": api_base, "dashboard": dash_url if dashboard_ok else None}
+        if getattr(config, "attachment_staging", None) is not None:  # the upload route is mounted
+            settings["attachments"] = {
+                "maxBytes": getattr(config, "attachment_max_bytes", None),
+                "allowed": list(getattr(config, "attachment_allowed_content_types", ())),
+            }
         settings.update(ui_settings or {})
         chat_index = _inject(
             _static_root().joinpath("chat", "index.html").read_text("utf-8"),
