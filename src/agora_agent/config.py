@@ -165,6 +165,7 @@ class AgentConfig:
     retriever: Retriever | None = None
     retrieval_top_k: int = 5
     retrieval_filter: RetrievalFilter | None = acl_filter
+
     def __post_init__(self) -> None:
         # Uploads on by default for the embedded SQLite deployment: files next to the database file.
         if self.attachment_staging is None and isinstance(self.store, str):
