@@ -267,7 +267,8 @@ def test_an_exhausted_budget_is_shown(open_as: Any, tight_budget_server: DemoSer
     settled(page)
     reply = send(page, "hello again")
     settled(page)
-    assert "Budget reached" in reply.locator(".run-error").inner_text()
+    said = reply.locator(".run-error").inner_text()  # end-user words: what ran out and when it comes back
+    assert "used today's assistant budget" in said and "resets at 00:00 UTC" in said
     assert "/ 1 tokens today" in page.inner_text("#quota")
 
 

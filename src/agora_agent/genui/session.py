@@ -76,8 +76,10 @@ class UiSession:
         check); it is still kept with the thread and dropped when the tool fails. Prefer `push` (`emit_ui`)."""
         if not self.can_draw(name):
             return
-        ui_id = f"ui-{uuid.uuid4().hex[:12]}-{next(_counter)}"
+        own = data.get("id") if isinstance(data, dict) else None  # a string id in the data replaces, as before
+        ui_id = own if isinstance(own, str) and own else f"ui-{uuid.uuid4().hex[:12]}-{next(_counter)}"
         await self.write(name, data, ui_id)
+        self._pushed.pop(ui_id, None)
         self._pushed[ui_id] = {"id": ui_id, "name": name, "data": data}
 
     async def present(self, presentation: Presentation) -> str:
