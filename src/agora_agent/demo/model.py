@@ -174,6 +174,8 @@ def _from_context(system: str) -> str | None:
         return None
     source = f" ({match.group('source')})" if match.group("source") else ""
     return f"From the help centre{source}: {match.group('text').strip()} [1]"
+
+
 def _describe_attachments(message: ModelMessage) -> str:
     """What the demo model can say about files: their names and kinds, and the start of any text file."""
     lines = ["I received your attachment(s):"]
