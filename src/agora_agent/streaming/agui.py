@@ -250,7 +250,7 @@ class AGUIEncoder:
             return self._tool(frame)
         if isinstance(frame, ComponentFrame):
             value: dict[str, Any] = {"name": frame.name, "data": frame.data}
-            component_id = getattr(frame, "id", None)  # genui: a later component with this id replaces it
+            component_id = frame.id  # a later component with this id replaces it
             if component_id is not None:
                 value["id"] = component_id
             return [CustomEvent(name="agora.component", value=value)]

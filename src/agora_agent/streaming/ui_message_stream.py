@@ -170,7 +170,7 @@ class UIMessageStreamEncoder:
             data = frame.data
             # The component's own id (genui's ComponentFrame.id, else a string `id` in its data) makes a later
             # frame replace the part, as the AI SDK does for data parts with the same id.
-            own = getattr(frame, "id", None) or (data.get("id") if isinstance(data, dict) else None)
+            own = frame.id or (data.get("id") if isinstance(data, dict) else None)
             part_id = own if isinstance(own, str) and own else f"c{event.id}"
             return [*closing, {"type": f"data-{frame.name}", "id": part_id, "data": data}]
         if isinstance(frame, AgentFrame):
