@@ -129,3 +129,11 @@ async def test_legacy_handshake_clients_stateless_and_stateful() -> None:
                 assert result.is_error and "elicitation" in text
             else:  # the session's back-channel carries the question
                 assert not result.is_error, text
+
+
+async def test_the_same_app_can_start_twice() -> None:
+    app = create_app(config())
+    mount_mcp(app, auth=fixed_actor(Actor("ops", ("support",))))
+    for _ in range(2):
+        async with serve(app) as base, mcp_client(f"{base}/agent/mcp") as client:
+            assert "whoami" in [t.name for t in (await client.list_tools()).tools]

@@ -194,14 +194,15 @@ class MCPEndpoint:
         self.server: Server[Any] = Server(
             name, version=version, on_list_tools=self._on_list_tools, on_call_tool=self._on_call_tool
         )
-        self.session_manager = StreamableHTTPSessionManager(
-            app=self.server,
-            stateless=stateless,
-            json_response=json_response,
-            security_settings=transport_security,
-        )
+        self._manager_options: dict[str, Any] = {
+            "stateless": stateless,
+            "json_response": json_response,
+            "security_settings": transport_security,
+        }
+        self.session_manager = StreamableHTTPSessionManager(app=self.server, **self._manager_options)
+        self._manager_used = False
         metadata = self._metadata_url if self.auth.oauth is not None else None
-        self.asgi: ASGIApp = _Gate(StreamableHTTPASGIApp(self.session_manager), self.auth, metadata)
+        self.asgi: ASGIApp = _Gate(self._dispatch, self.auth, metadata)
 
     # -- mounting --------------------------------------------------------------------------------
 
@@ -238,9 +239,19 @@ class MCPEndpoint:
             routes.append(Route(self.metadata_path, endpoint=self._metadata, methods=["GET"]))
         return routes
 
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await StreamableHTTPASGIApp(self.session_manager)(scope, receive, send)
+
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Run the SDK session manager (a mounted app's own lifespan never runs; the host must enter this)."""
+        """Run the SDK session manager (a mounted app's own lifespan never runs; the host must enter this).
+
+        The SDK's manager runs once per instance, so a second start of the same app (tests, reloads)
+        gets a fresh one.
+        """
+        if self._manager_used:
+            self.session_manager = StreamableHTTPSessionManager(app=self.server, **self._manager_options)
+        self._manager_used = True
         async with self.session_manager.run():
             yield
 
