@@ -34,6 +34,8 @@ CORPUS_META: dict[str, dict[str, Any]] = {
     "c4#0": {},
     "c5#0": {"tenant_ref": "acme", "allowed_roles": ["admin"], "rank": "1", "tags": [1, 2], "public": 1},
     "c5#1": {"tenant_ref": "acme", "allowed_roles": ["admin"], "rank": "1", "tags": [1, 2], "public": 1},
+    "c6#0": {"tenant_ref": ["acme", "globex"], "allowed_roles": ["*"], "rank": True},
+    "c7#0": {"tenant_ref": 7, "allowed_roles": "*", "tags": {"a": 1}},
 }
 
 FILTERS: list[dict[str, Any]] = [
@@ -58,6 +60,16 @@ FILTERS: list[dict[str, Any]] = [
     {"missing": None},
     {"tenant_ref": ["acme", "*"], "allowed_roles": ["support", "*"]},
     {"tenant_ref": ["acme", "*"], "allowed_roles": []},
+    {"tenant_ref": ["globex"]},
+    {"tenant_ref": [7]},
+    {"tenant_ref": ["acme", 7]},
+    {"rank": [1, True]},
+    {"rank": [True]},
+    {"public": [1]},
+    {"public": [False, None]},
+    {"tags": ["a", 1]},
+    {"allowed_roles": ["*"]},
+    {"allowed_roles": "*"},
 ]
 
 
@@ -157,7 +169,7 @@ async def test_remove_where(store_factory: StoreFactory) -> None:
     assert await store.count() == len(CORPUS_META)
     assert await store.remove_where({"tenant_ref": []}) == 0
     assert await store.remove_where({"tenant_ref": "acme"}) == 3
-    assert await store.list_document_ids() == ["c2", "c3", "c4"]
+    assert await store.list_document_ids() == ["c2", "c3", "c4", "c6", "c7"]
 
 
 async def test_update_metadata_merge_patch(store_factory: StoreFactory) -> None:

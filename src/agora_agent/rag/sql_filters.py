@@ -30,25 +30,60 @@ def _sqlite_typed_eq(type_expr: str, value_expr: str, value: Any, params: list[A
     return f"({type_expr} = 'text' AND {value_expr} = ?)"
 
 
-def sqlite_filter_sql(filter: Mapping[str, Any] | None, column: str = "metadata") -> tuple[str, list[Any]]:
-    """`(sql, params)` for SQLite's JSON1 with `?` placeholders; `"1"` for no filter, `"0"` when it denies all."""
+def _sqlite_any_scalar(path: str, column: str, want: list[Any], params: list[Any]) -> str:
+    """The stored primitive at `path` equals one of `want`, type-strict, without a table-valued function."""
+    type_expr, value_expr = f"json_type({column}, ?)", f"json_extract({column}, ?)"
+    strings = [w for w in want if isinstance(w, str)]
+    numbers = [w for w in want if isinstance(w, int | float) and not isinstance(w, bool)]
+    # identity, not `in`: `True in [1]` is true in Python
+    kinds = [k for k, v in (("true", True), ("false", False), ("null", None)) if any(w is v for w in want)]
+    ors: list[str] = []
+    if strings:
+        ors.append(f"({type_expr} = 'text' AND {value_expr} IN ({', '.join('?' * len(strings))}))")
+        params += [path, path, *strings]
+    if numbers:
+        ors.append(f"({type_expr} IN ('integer', 'real') AND {value_expr} IN ({', '.join('?' * len(numbers))}))")
+        params += [path, path, *numbers]
+    if kinds:
+        ors.append(f"{type_expr} IN ({', '.join(repr(k) for k in kinds)})")
+        params.append(path)
+    return " OR ".join(ors) or "0"
+
+
+def sqlite_filter_sql(
+    filter: Mapping[str, Any] | None, column: str = "metadata", *, indexed: Mapping[str, str] | None = None
+) -> tuple[str, list[Any]]:
+    """`(sql, params)` for SQLite's JSON1 with `?` placeholders; `"1"` for no filter, `"0"` when it denies all.
+
+    `indexed` maps a filter key to a column holding that key's value when it is a string (`''` otherwise):
+    a string-valued filter on it adds `col IN (…, '')` in front, which an index can serve, so most rows are
+    skipped before their JSON is parsed. It only ever admits a superset; the JSON condition decides every row.
+    """
     checked = validate_filter(filter)
     if not checked:
         return "1", []
     clauses: list[str] = []
     params: list[Any] = []
     for key, want in checked.items():
+        values = want if isinstance(want, list) else [want]
+        if indexed and key in indexed and values and all(isinstance(v, str) for v in values):
+            clauses.append(f"{indexed[key]} IN ({', '.join('?' * (len(values) + 1))})")
+            params.extend([*values, ""])
+    for key, want in checked.items():
         path = _json_path(key)
         if isinstance(want, list):
             if not want:
                 return "0", []
-            # json_each yields the array's elements, or one row for a scalar; objects never match.
-            params.extend([path, path])
-            ors = [_sqlite_typed_eq("je.type", "je.value", w, params) for w in want]
+            # Arrays: any element matches; objects never; a primitive: one of the values (type-strict).
+            element: list[Any] = []
+            ors = " OR ".join(_sqlite_typed_eq("je.type", "je.value", w, element) for w in want)
+            scalar_params: list[Any] = []
+            scalar = _sqlite_any_scalar(path, column, want, scalar_params)
             clauses.append(
-                f"(json_type({column}, ?) NOT IN ('object') AND EXISTS (SELECT 1 FROM json_each({column}, ?) AS je "
-                f"WHERE {' OR '.join(ors)}))"
+                f"(CASE json_type({column}, ?) WHEN 'array' THEN EXISTS (SELECT 1 FROM json_each({column}, ?) AS je "
+                f"WHERE {ors}) WHEN 'object' THEN 0 ELSE ({scalar}) END)"
             )
+            params.extend([path, path, *element, *scalar_params])
         elif want is None or isinstance(want, bool):
             params.append(path)
             clauses.append(_sqlite_typed_eq(f"json_type({column}, ?)", "", want, params))

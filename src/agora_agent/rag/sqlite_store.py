@@ -31,6 +31,17 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INSTALL = "the SQLite vector store needs the rag extra: pip install 'agora-agent[rag]'"
 
 
+# `tenant_ref` is in (almost) every access filter: its string value is copied to an indexed column so a
+# tenant-scoped query skips other tenants' rows before parsing their JSON (the JSON check still decides).
+_INDEXED = {"tenant_ref": "tenant_key"}
+
+
+def _tenant_key(metadata: Mapping[str, Any]) -> str:
+    # '' = "not a plain string": such rows are always in the prefilter and left to the JSON check
+    value = metadata.get("tenant_ref")
+    return value if isinstance(value, str) else ""
+
+
 def _pack(vector: Sequence[float]) -> bytes:
     return struct.pack(f"{len(vector)}f", *vector)
 
@@ -81,6 +92,14 @@ class SqliteVectorStore:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA busy_timeout=5000")
         t = self.table
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({t})")}
+        if columns and "tenant_key" not in columns:  # a table made before the tenant prefilter column
+            conn.execute(f"ALTER TABLE {t} ADD COLUMN tenant_key TEXT NOT NULL DEFAULT ''")
+            conn.execute(f"DROP INDEX IF EXISTS ix_{t}_model")
+            conn.execute(
+                f"UPDATE {t} SET tenant_key = json_extract(metadata, '$.tenant_ref') "
+                "WHERE json_type(metadata, '$.tenant_ref') = 'text'"
+            )
         conn.executescript(
             f"""
             BEGIN;
@@ -93,10 +112,11 @@ class SqliteVectorStore:
                 metadata TEXT NOT NULL DEFAULT '{{}}',
                 model_id TEXT,
                 dims INTEGER NOT NULL,
-                embedding BLOB NOT NULL
+                embedding BLOB NOT NULL,
+                tenant_key TEXT NOT NULL DEFAULT ''
             );
             CREATE INDEX IF NOT EXISTS ix_{t}_document ON {t} (document_id);
-            CREATE INDEX IF NOT EXISTS ix_{t}_model ON {t} (model_id, dims);
+            CREATE INDEX IF NOT EXISTS ix_{t}_model ON {t} (model_id, dims, tenant_key);
             CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}', content_rowid='rid');
             CREATE TRIGGER IF NOT EXISTS {t}_ai AFTER INSERT ON {t} BEGIN
                 INSERT INTO {t}_fts (rowid, text) VALUES (new.rid, new.text);
@@ -140,6 +160,7 @@ class SqliteVectorStore:
                 c.model_id,
                 len(c.embedding),
                 _pack(c.embedding),
+                _tenant_key(c.metadata),
             )
             for c in chunks
         ]
@@ -147,11 +168,12 @@ class SqliteVectorStore:
         def write(conn: Any) -> int:
             with _transaction(conn):
                 conn.executemany(
-                    f"INSERT INTO {self.table} (id, document_id, text, source, metadata, model_id, dims, embedding) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                    f"INSERT INTO {self.table} (id, document_id, text, source, metadata, model_id, dims, embedding, "
+                    "tenant_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                     "document_id = excluded.document_id, text = excluded.text, source = excluded.source, "
                     "metadata = excluded.metadata, "
-                    "model_id = excluded.model_id, dims = excluded.dims, embedding = excluded.embedding",
+                    "model_id = excluded.model_id, dims = excluded.dims, embedding = excluded.embedding, "
+                    "tenant_key = excluded.tenant_key",
                     rows,
                 )
             return len(rows)
@@ -169,7 +191,7 @@ class SqliteVectorStore:
         checked = assert_removal_filter(filter)
         if filter_denies_all(checked):
             return 0
-        where, params = sqlite_filter_sql(checked)
+        where, params = sqlite_filter_sql(checked, indexed=_INDEXED)
 
         def delete(conn: Any) -> int:
             with _transaction(conn):
@@ -186,9 +208,10 @@ class SqliteVectorStore:
                 rows = conn.execute(
                     f"SELECT rid, metadata FROM {self.table} WHERE document_id = ?", (document_id,)
                 ).fetchall()
+                patched = [(apply_metadata_patch(json.loads(m), patch), r) for r, m in rows]
                 conn.executemany(
-                    f"UPDATE {self.table} SET metadata = ? WHERE rid = ?",
-                    [(json.dumps(apply_metadata_patch(json.loads(m), patch), ensure_ascii=False), r) for r, m in rows],
+                    f"UPDATE {self.table} SET metadata = ?, tenant_key = ? WHERE rid = ?",
+                    [(json.dumps(m, ensure_ascii=False), _tenant_key(m), r) for m, r in patched],
                 )
                 return len(rows)
 
@@ -205,7 +228,7 @@ class SqliteVectorStore:
         min_score: float | None = None,
         model_id: str | None = None,
     ) -> list[Passage]:
-        where, params = sqlite_filter_sql(filter)
+        where, params = sqlite_filter_sql(filter, indexed=_INDEXED)
         if top_k < 1 or where == "0":
             return []
         score = (
@@ -232,7 +255,7 @@ class SqliteVectorStore:
         self, query: str, *, top_k: int = 5, filter: Mapping[str, Any] | None = None
     ) -> list[Passage]:
         terms = sorted(set(tokenize(query)))
-        where, params = sqlite_filter_sql(filter, column="c.metadata")
+        where, params = sqlite_filter_sql(filter, column="c.metadata", indexed={"tenant_ref": "c.tenant_key"})
         if not terms or top_k < 1 or where == "0":
             return []
         match = " OR ".join(f'"{t}"' for t in terms)  # tokens are [a-z0-9]+: safe inside FTS5 quotes
@@ -246,7 +269,7 @@ class SqliteVectorStore:
         return await self._run(lambda conn: [_passage(r) for r in conn.execute(sql, args).fetchall()])
 
     async def list_document_ids(self, filter: Mapping[str, Any] | None = None) -> list[str]:
-        where, params = sqlite_filter_sql(filter)
+        where, params = sqlite_filter_sql(filter, indexed=_INDEXED)
         if where == "0":
             return []
         sql = f"SELECT DISTINCT document_id FROM {self.table} WHERE {where} ORDER BY document_id"
