@@ -10,7 +10,8 @@
    its HNSW index is built after the bulk load, and the build time is printed. Ratios are against the
    memory store measured in the same run.
 
-    .venv/bin/python bench/rag.py [--sizes 10000,100000] [--queries 50] [--skip-latency] [--skip-quality]
+    .venv/bin/python bench/rag.py [--sizes 10000,100000] [--queries 50] [--stores memory,sqlite-vec,pgvector]
+                                  [--skip-latency] [--skip-quality]
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ async def load_pgvector(rows: list[ChunkRecord]) -> tuple[Any, Any, float]:
     return store, cleanup, build
 
 
-async def latency(sizes: list[int], n_queries: int) -> None:
+async def latency(sizes: list[int], n_queries: int, stores: set[str]) -> None:
     rng = random.Random(99)
     queries = [unit(rng) for _ in range(n_queries)]
     print(f"\nlatency: filtered top-5 (1 tenant of 10 + shared), {DIM}-d, {n_queries} queries per store")
@@ -183,6 +184,7 @@ async def latency(sizes: list[int], n_queries: int) -> None:
     for n in sizes:
         rows = corpus(n)
         results: dict[str, tuple[float, list[float]]] = {}
+        # The memory store is the baseline: always measured (fewer queries at 100k: it is pure Python).
         memory = MemoryVectorStore()
         started = time.perf_counter()
         await memory.upsert(rows)
@@ -191,6 +193,8 @@ async def latency(sizes: list[int], n_queries: int) -> None:
         results["memory"] = (load, await timed_queries(memory, memory_queries))
         del memory
         try:
+            if "sqlite-vec" not in stores:
+                raise RuntimeError("not selected")
             from agora_agent.rag.sqlite_store import SqliteVectorStore
 
             with tempfile.TemporaryDirectory() as tmp:
@@ -204,6 +208,8 @@ async def latency(sizes: list[int], n_queries: int) -> None:
         except Exception as exc:
             print(f"sqlite-vec skipped: {exc}")
         try:
+            if "pgvector" not in stores:
+                raise RuntimeError("not selected")
             started = time.perf_counter()
             pg, cleanup, build = await load_pgvector(rows)
             load = time.perf_counter() - started
@@ -224,6 +230,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--stores", default="memory,sqlite-vec,pgvector")
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-quality", action="store_true")
     args = parser.parse_args()
@@ -231,7 +238,7 @@ async def main() -> None:
     if not args.skip_quality:
         await quality()
     if not args.skip_latency:
-        await latency([int(s) for s in args.sizes.split(",")], args.queries)
+        await latency([int(s) for s in args.sizes.split(",")], args.queries, set(args.stores.split(",")))
     print(f"load average: {os.getloadavg()}")
 
 

@@ -98,6 +98,8 @@ def pg_filter_sql(filter: Mapping[str, Any] | None, column: str = "metadata") ->
 
     Scalars: `metadata -> key = value::jsonb` (jsonb equality is type-strict: `1` is not `true`, `"1"` is not
     `1`). Lists: the stored scalar, or any element of the stored array, equals one of the values.
+    Each key is also guarded by `metadata @> …` containment terms (the GIN `jsonb_path_ops` index serves them,
+    so a tenant filter reads only that tenant's rows); they admit a superset, the exact clause decides.
     """
     checked = validate_filter(filter)
     if not checked:
@@ -112,6 +114,12 @@ def pg_filter_sql(filter: Mapping[str, Any] | None, column: str = "metadata") ->
                 return "FALSE", {}
             v = f"fv{n}"
             params[v] = json.dumps(want)
+            guards = []
+            for j, w in enumerate(want):
+                params[f"fc{n}_{j}"] = json.dumps({key: w})
+                params[f"fa{n}_{j}"] = json.dumps({key: [w]})
+                guards += [f"{column} @> CAST(:fc{n}_{j} AS jsonb)", f"{column} @> CAST(:fa{n}_{j} AS jsonb)"]
+            clauses.append(f"({' OR '.join(guards)})")
             clauses.append(
                 f"({column} ? :{k} AND jsonb_typeof({column} -> :{k}) <> 'object' AND EXISTS ("
                 f"SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof({column} -> :{k}) = 'array' "
@@ -121,5 +129,7 @@ def pg_filter_sql(filter: Mapping[str, Any] | None, column: str = "metadata") ->
         else:
             v = f"fv{n}"
             params[v] = json.dumps(want)
+            params[f"fc{n}"] = json.dumps({key: want})
+            clauses.append(f"{column} @> CAST(:fc{n} AS jsonb)")
             clauses.append(f"({column} ? :{k} AND {column} -> :{k} = CAST(:{v} AS jsonb))")
     return " AND ".join(clauses), params
