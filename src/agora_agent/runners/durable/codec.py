@@ -22,6 +22,7 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.quota import QuotaUsage, Reservation
 from agora_agent.loop import RunInput
 from agora_agent.messages import Attachment, ModelMessage, ModelTurn, ToolCall, ToolResult, Usage
+from agora_agent.rag.types import Passage
 from agora_agent.stores.base import ApprovalRecord, MessageRecord, RunRecord, ThreadRecord, ToolCallRecord
 from agora_agent.streaming.frames import AgentFrame, ComponentFrame, ErrorFrame, TextFrame, ToolFrame
 
@@ -51,6 +52,7 @@ register(
     ModelMessage,
     ModelPrice,
     ModelTurn,
+    Passage,  # the inject-mode `retrieve` step's result
     QuotaUsage,
     Reservation,
     RunInput,
