@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from agora_agent import Actor
-from agora_agent.errors import ConfigurationError
+from agora_agent.errors import ConfigurationError, NotFoundError
 from agora_agent.rag import HashingEmbedder, KeywordRetriever, MemoryVectorStore, acl_filter
 from agora_agent.rag.extract import TextExtractor, guess_content_type, html_to_text
-from agora_agent.rag.uploads import UploadedFile, ingest_files, ingest_upload
+from agora_agent.rag.uploads import UploadedFile, ingest_attachment, ingest_files, ingest_upload
+from agora_agent.stores.attachments import FilesystemAttachmentStore
 
 from .pdf import make_pdf
 
@@ -106,3 +108,23 @@ async def test_an_upload_is_stamped_with_the_uploaders_tenant() -> None:
             embedder=embedder,
             store=store,
         )
+
+
+async def test_a_chat_attachment_is_ingested_from_the_staging_store(tmp_path: Path) -> None:
+    staging = FilesystemAttachmentStore(tmp_path)
+    store, embedder = MemoryVectorStore(), HashingEmbedder(64)
+    alice = Actor("alice", roles=("member",), tenant_ref="acme")
+    data = b"Acme warranty: skates are covered for two years."
+    att = await staging.stage(
+        data=data, filename="warranty.txt", content_type="text/plain", size_bytes=len(data), actor=alice
+    )
+    outcome = await ingest_attachment(alice, att.media_id, staging=staging, embedder=embedder, store=store)
+    assert (outcome.status, outcome.document_id) == ("ingested", f"attachment:{att.media_id}")
+    hits = await KeywordRetriever(store).retrieve("warranty skates", filter=acl_filter(alice))
+    assert hits and hits[0].metadata["tenant_ref"] == "acme"
+    bob = Actor("bob", roles=("member",), tenant_ref="globex")
+    assert await KeywordRetriever(store).retrieve("warranty skates", filter=acl_filter(bob)) == []
+    with pytest.raises(NotFoundError):  # not bob's upload: he cannot put it in any knowledge base
+        await ingest_attachment(bob, att.media_id, staging=staging, embedder=embedder, store=store)
+    with pytest.raises(NotFoundError):
+        await ingest_attachment(alice, "att_missing", staging=staging, embedder=embedder, store=store)

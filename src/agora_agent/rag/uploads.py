@@ -8,15 +8,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agora_agent.actors import Actor
-from agora_agent.errors import ConfigurationError
+from agora_agent.errors import ConfigurationError, NotFoundError
 from agora_agent.rag.access import SHARED
 from agora_agent.rag.embedders import Embedder
 from agora_agent.rag.extract import DEFAULT_CONTENT_TYPES, TextExtractor, normalize_content_type
 from agora_agent.rag.ingest import ingest_documents
 from agora_agent.rag.store import VectorStore
 from agora_agent.rag.types import Document
+from agora_agent.stores.attachments import ReadableAttachmentStore
 
-__all__ = ["FileOutcome", "SkipReason", "UploadedFile", "ingest_files", "ingest_upload"]
+__all__ = ["FileOutcome", "SkipReason", "UploadedFile", "ingest_attachment", "ingest_files", "ingest_upload"]
 
 SkipReason = Literal["unsupported-type", "too-large", "empty-text", "unreadable"]
 
@@ -136,3 +137,37 @@ async def ingest_upload(
         max_bytes=max_bytes,
     )
     return outcome
+
+
+async def ingest_attachment(
+    actor: Actor,
+    media_id: str,
+    *,
+    staging: ReadableAttachmentStore,
+    embedder: Embedder,
+    store: VectorStore,
+    allowed_roles: Sequence[str] | None = None,
+    content_types: Sequence[str] = DEFAULT_CONTENT_TYPES,
+    max_bytes: int = 20 * 1024 * 1024,
+) -> FileOutcome:
+    """Ingest a file the actor uploaded as a chat attachment (its sniffed type, its bytes from the staging
+    store) into the knowledge base, stamped with the actor's tenant; document id `attachment:<media id>`.
+
+    Someone else's (or an unknown) media id is a `NotFoundError`: an attachment is only its uploader's.
+    """
+    record = await staging.get(media_id)
+    if record is None or record.actor_id != actor.id:
+        raise NotFoundError("attachment not found")
+    data = await staging.read(media_id)
+    upload = UploadedFile(
+        document_id=f"attachment:{media_id}", data=data, content_type=record.content_type, source=record.filename
+    )
+    return await ingest_upload(
+        actor,
+        upload,
+        embedder=embedder,
+        store=store,
+        allowed_roles=allowed_roles,
+        content_types=content_types,
+        max_bytes=max_bytes,
+    )
