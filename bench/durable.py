@@ -7,7 +7,7 @@
    on ANOTHER process; the time until the action tool runs in the first one.
 3. Parked runs: N runs parked on approvals in one process — memory per parked run and idle CPU.
 
-    .venv/bin/python bench/durable.py [--runs 20] [--steps 5] [--parked 1000] [--approvals 10]
+    .venv/bin/python bench/durable.py [--runs 20] [--steps 5] [--parked 1000] [--parked-sqlite 200]
 
 PostgreSQL parts need a server on 127.0.0.1:5432 (user postgres, database `test` to create scratch
 databases); they are skipped with a note otherwise. Quote `uptime` with the output (shared machine).
@@ -79,6 +79,10 @@ async def pg_database() -> str:
         await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
         await conn.close()
+    from agora_agent.stores.sql import open_sql_backend
+
+    backend = await open_sql_backend(f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{name}", auto_create_tables=True)
+    await backend.close()
     return name
 
 
@@ -113,9 +117,8 @@ async def per_step(store: str, durable: bool, runs: int, steps: int) -> list[flo
 
 async def parked(store: str, count: int) -> tuple[float, float, float]:
     """(KiB per parked run, idle CPU % of one core over 10 s, seconds to park them all)."""
-    config = AgentConfig(
-        model=FakeModel(script(1)), tools=[add, act], store=store, durable=DurableConfig(executor_id="bench-park")
-    )
+    durable = DurableConfig(executor_id="bench-park", worker_concurrency=count + 100)
+    config = AgentConfig(model=FakeModel(script(1)), tools=[add, act], store=store, durable=durable)
     async with AgentService.from_config(config) as service:
         before = rss_kib()
         t0 = time.perf_counter()
@@ -157,7 +160,7 @@ def approve_resume(store: str, approvals: int, workdir: Path) -> list[float]:
     import httpx2
 
     ledger = workdir / "ledger"
-    ledger.mkdir(exist_ok=True)
+    ledger.mkdir(parents=True, exist_ok=True)
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -239,7 +242,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--parked", type=int, default=1000)
+    parser.add_argument("--parked", type=int, default=1000, help="parked runs on PostgreSQL")
+    parser.add_argument("--parked-sqlite", type=int, default=200, help="parked runs on SQLite (waiters poll)")
     parser.add_argument("--approvals", type=int, default=10)
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
@@ -280,11 +284,15 @@ async def main() -> None:
                 f"max {max(xs):.0f} ms (target ≤ 250)"
             )
 
-        per_run, idle, took = await parked(f"sqlite:///{work / 'p.db'}", args.parked)
-        print(
-            f"\n{args.parked} runs parked on approval (SQLite, one process): {per_run:.1f} KiB RSS per parked run, "
-            f"idle CPU {idle:.1f} % of a core, parked in {took:.1f} s"
-        )
+        targets = [("SQLite", f"sqlite:///{work / 'p.db'}", args.parked_sqlite)]
+        if pg_db:
+            targets.append(("PostgreSQL", f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}", args.parked))
+        for label, store, count in targets:
+            per_run, idle, took = await parked(store, count)
+            print(
+                f"\n{count} runs parked on approval ({label}, one process): {per_run:.1f} KiB RSS per parked run, "
+                f"idle CPU {idle:.1f} % of a core, parked in {took:.1f} s"
+            )
         if pg_db:
             await pg_drop(pg_db)
 

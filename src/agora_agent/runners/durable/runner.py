@@ -382,7 +382,7 @@ class DurableRunner:
         stuck = await DBOS.list_workflows_async(status="MAX_RECOVERY_ATTEMPTS_EXCEEDED", name="agora.run")
         for status in stuck:
             message = (
-                f"the run crashed its process {self.config.max_recovery_attempts} times and was stopped "
+                f"the run was recovered {self.config.max_recovery_attempts} times (crashes or restarts) and stopped "
                 "(MAX_RECOVERY_ATTEMPTS_EXCEEDED); see the server log"
             )
             if await self.store.record_run_end(status.workflow_id, status="failed", error=message):
@@ -426,9 +426,11 @@ class DurableRunner:
         )
         resumed = 0
         for run_id, owner in lapsed:
+            if self.is_active(run_id):
+                continue  # executing here (a restart of this executor recovered it)
             status = await DBOS.get_workflow_status_async(run_id)
-            if status is None or status.status != "PENDING":
-                continue  # queued (someone will dequeue it), finished, or not ours to judge
+            if status is None or status.status != "PENDING" or status.executor_id == self.executor_id:
+                continue  # queued (someone will dequeue it), finished, or DBOS's own recovery of this executor
             if not await self.leases.take_over(run_id, self.identity.id, owner):
                 continue  # another live process won
             logger.warning("run %s: its process (%s) stopped; resuming it here", run_id, owner or "unknown")

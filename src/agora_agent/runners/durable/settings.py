@@ -23,8 +23,9 @@ class DurableConfig:
     - `executor_id`: unique and STABLE per process (a Kubernetes StatefulSet pod name, a systemd instance
       name). Default: `AGORA_EXECUTOR_ID`, else the host name. Two live processes must never share one.
     - `application_version`: runs are only resumed by processes of the same version.
-    - `max_recovery_attempts`: a run that crashes its process this many times ends `failed` instead of
-      crash-looping (DBOS's default is 100).
+    - `max_recovery_attempts`: after this many recoveries a run ends `failed` instead of crash-looping
+      (DBOS's default is 100). DBOS counts EVERY recovery of an in-flight run — each restart while it is
+      parked on an approval counts too — so keep it above the restarts a parked run may live through.
     - `polling_interval`: how often SQLite waiters (approvals, results) poll; PostgreSQL uses LISTEN/NOTIFY.
     - `worker_concurrency`: runs this process has in flight at once (the rest wait in the queue and their
       stream says `queued`). A run parked on an approval is in flight: size it for parked runs too.
@@ -36,7 +37,7 @@ class DurableConfig:
     system_database_url: str | None = None
     executor_id: str | None = None
     application_version: str = DEFAULT_APPLICATION_VERSION
-    max_recovery_attempts: int = 5
+    max_recovery_attempts: int = 50
     polling_interval: float = 0.1
     worker_concurrency: int = 100
     tenant_concurrency: int | None = None
