@@ -70,3 +70,30 @@ async def test_a_real_deadlock_is_retried_and_both_transactions_land(tmp_path: P
             assert used == {"a": 2, "b": 2}
         finally:
             await backend.close()
+
+
+async def test_a_connection_the_server_dropped_is_replaced_without_a_ping(tmp_path: Path) -> None:
+    """No pre-ping on PostgreSQL: the pooled connections are killed server-side, the next store call still works."""
+    async with empty_database("postgres", tmp_path) as url:
+        backend: SqlBackend = await open_sql_backend(url, auto_create_tables=True)
+        try:
+            store = backend.store
+            thread = await store.create_thread(actor_ref="alice")
+            admin = create_engine_from_url(url)
+            try:
+                async with admin.begin() as conn:
+                    killed = await conn.scalar(
+                        sa.text(
+                            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                        )
+                    )
+            finally:
+                await admin.dispose()
+            assert killed and killed >= 1  # the store's pooled connection is gone
+            got = await store.get_thread(thread.id)
+            assert got is not None and got.id == thread.id
+            await store.append_message(thread_id=thread.id, role="user", content="still here")
+            assert [m.content for m in await store.list_messages(thread.id)] == ["still here"]
+        finally:
+            await backend.close()

@@ -63,7 +63,15 @@ class AsyncUnits:
             async with source.begin() as conn:
                 return await conn.run_sync(fn)
 
-        return await retry_transient(attempt)
+        try:
+            return await retry_transient(attempt)
+        except sa.exc.DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            # No pre-ping on checkout: a pooled connection the server dropped fails here and SQLAlchemy discards
+            # it (and the pool's older ones). Run the unit once more on a fresh connection; its ids were fixed
+            # before the first attempt, so a commit that did land makes the retry a conflict, never a duplicate.
+            return await retry_transient(attempt)
 
     def close(self) -> None:
         return None
