@@ -33,6 +33,7 @@ from agora_agent.errors import (
     QuotaExceededError,
 )
 from agora_agent.genui.components import ComponentRegistry
+from agora_agent.governance.audit import AuditLog, MemoryAuditLog
 from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
 from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
@@ -158,6 +159,7 @@ class AgentService:
         self.pricing: PricingStore | None = None
         self.quota: QuotaStore | None = config.quota
         self.governance_queries: GovernanceQueries | None = None
+        self.audit: AuditLog = MemoryAuditLog()
         self._backend: Any = None
         self._runner: Runner | None = None
         # Rendered thread history kept between runs: a run loads only what came after (loop/history.py).
@@ -188,6 +190,8 @@ class AgentService:
             self.store = store
         self._bind_attachment_store()
         self.pricing = self._resolve_pricing()
+        if self._backend is not None:
+            self.audit = self._backend.audit
         if self.quota is None and config.budget is not None:
             if self._backend is not None:
                 self.quota = self._backend.quota(config.budget)

@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from agora_agent.governance.pricing import ModelPrice, PricingStore
+from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
 from agora_agent.governance.queries import GovernanceQueries, RunQuery
+from agora_agent.messages import Usage
 from agora_agent.stores.base import (
     AgentStore,
     ApprovalRecord,
@@ -174,9 +175,18 @@ async def _build(world: World) -> None:
     await store.decide_approval("r1", "c2", status="approved", decided_by="alice")
     await store.decide_approval("r5", "c6", status="rejected", decided_by="dave", reason="no")
 
+    prices = {p.model_id: p for p in await world.pricing.list_current_prices()}
+
     async def spend(
         t: ThreadRecord, run_id: str | None, model: str, created: datetime, inp: int, out: int, **kw: Any
     ) -> None:
+        # As the loop records it: a reported cost wins, else priced now with the price in force, else unpriced.
+        price = prices.get(model)
+        if "cost_usd" in kw:
+            kw["cost_source"] = "reported"
+        elif price is not None:
+            usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=kw.get("cache_read_tokens"))
+            kw.update(cost_usd=estimate_cost(usage, price), cost_source="priced", price_id=price.id)
         record = UsageRecord(
             id=uuid.uuid4().hex,
             thread_id=t.id,
@@ -326,24 +336,22 @@ async def test_usage_trend_per_utc_day_without_empty_days(world: World) -> None:
     assert_rows(await world.queries.usage_trend(D1, date(2024, 3, 9)), expected)
 
 
-@pytest.mark.ref("COST-07")
-async def test_costs_use_current_prices_at_query_time(world: World) -> None:
+async def test_a_price_change_never_rewrites_past_spend(world: World) -> None:
+    # Spend is history (DESIGN, issue 15): rows were priced when recorded; new prices apply to new rows only.
+    before = {r.model_id: r.cost_usd for r in await world.queries.spend_by_model(D1, D1)}
     await world.pricing.upsert_price(ModelPrice(model_id="m-priced", input_price_per_1m=6, output_price_per_1m=30))
-    first = (await world.queries.spend_by_model(D1, D1))[0]
-    assert first.model_id == "m-priced" and first.cost_usd == pytest.approx(21.0 + 30.0)
     await world.pricing.upsert_price(ModelPrice(model_id="m-unpriced", input_price_per_1m=1, output_price_per_1m=1))
-    by_model = {r.model_id: r.cost_usd for r in await world.queries.spend_by_model(D1, D1)}
-    assert by_model["m-unpriced"] == pytest.approx(0.0011)
+    after = {r.model_id: r.cost_usd for r in await world.queries.spend_by_model(D1, D1)}
+    assert after == before and after["m-priced"] == pytest.approx(25.5) and after["m-unpriced"] == 0.0
 
 
-@pytest.mark.ref("COST-08")
-async def test_without_pricing_store_estimates_are_zero_but_tokens_and_reported_costs_count(world: World) -> None:
+async def test_costs_do_not_depend_on_the_pricing_store_at_query_time(world: World) -> None:
     bare = QUERIES_FACTORIES[world.name](world.store, None)
     rows = {r.model_id: r for r in await bare.spend_by_model(D1, D3)}
     assert rows["m-priced"].input_tokens == 1_101_010
-    assert rows["m-priced"].cost_usd == pytest.approx(1.0)  # only the provider-reported row
+    assert rows["m-priced"].cost_usd == pytest.approx(26.818)
     assert rows["m-reported"].cost_usd == pytest.approx(0.42)
-    assert [(p.day, p.cost_usd) for p in await bare.usage_trend(D1, D1)] == [(D1, 0.0)]
+    assert [(p.day, p.cost_usd) for p in await bare.usage_trend(D1, D1)] == [(D1, pytest.approx(25.5))]
 
 
 # -- activity feeds (GQ-04, GQ-05) --
@@ -481,6 +489,7 @@ async def test_run_detail(world: World) -> None:
         ],
     )
     assert detail.approvals == []
+    [priced_id] = [p.id for p in await world.pricing.list_current_prices() if p.model_id == "m-priced"]
     assert_rows(
         detail.usage,
         [
@@ -489,8 +498,10 @@ async def test_run_detail(world: World) -> None:
                 "purpose": "chat",
                 "input_tokens": 1_000_000,
                 "output_tokens": 500_000,
-                "cost_usd": None,
+                "cost_usd": 10.5,
                 "created_at": at(D1, 10, 0, 1),
+                "price_id": priced_id,
+                "cost_source": "priced",
             },
             {
                 "model_id": "m-unpriced",
@@ -499,6 +510,8 @@ async def test_run_detail(world: World) -> None:
                 "output_tokens": 100,
                 "cost_usd": None,
                 "created_at": at(D1, 10, 0, 2),
+                "price_id": None,
+                "cost_source": None,
             },
         ],
     )

@@ -1,8 +1,13 @@
-"""`agora-agent prices sync | set | list`: the model price table the loop and the dashboard price against."""
+"""`agora-agent prices sync | set | list | reprice`: the model price table the loop prices usage with.
+
+Usage rows are priced when they are recorded; `reprice` is the one way to change past spend, and it is audited.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import getpass
+from datetime import UTC, date, datetime
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -10,7 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agora_agent.cli._db_url import UrlOption, require_url, run_async
-from agora_agent.errors import ConfigurationError
+from agora_agent.errors import ConfigurationError, InvalidRequestError
+from agora_agent.governance.price_changes import set_price
 from agora_agent.governance.pricing import ModelPrice
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.stores.sql.price_catalog import DEFAULT_PROVIDERS, catalog_prices, same_price
@@ -55,10 +61,20 @@ async def _sync(url: str, providers: list[str], dry_run: bool) -> None:
     )
 
 
-async def _set(url: str, price: ModelPrice) -> None:
+def _operator(by: str | None) -> str:
+    """Who the audit row names for a CLI change: `--by`, else `cli:<OS user>`."""
+    if by:
+        return by
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:
+        return "cli"
+
+
+async def _set(url: str, price: ModelPrice, *, confirm: bool, by: str | None) -> None:
     backend = await open_sql_backend(url)
     try:
-        await backend.pricing.upsert_price(price)
+        await set_price(backend.pricing, backend.audit, price, actor_ref=_operator(by), confirm=confirm)
     finally:
         await backend.close()
     console.print(
@@ -125,9 +141,13 @@ def set_command(
     output_price: Annotated[float, typer.Option("--output", help="USD per 1M output tokens.")],
     cache_read: Annotated[float | None, typer.Option("--cache-read", help="USD per 1M cache-read tokens.")] = None,
     cache_write: Annotated[float | None, typer.Option("--cache-write", help="USD per 1M cache-write tokens.")] = None,
+    confirm: Annotated[
+        bool, typer.Option("--confirm", help="Allow a change beyond 10× (or 1/10) of the current price.")
+    ] = False,
+    by: Annotated[str | None, typer.Option("--by", help="Name recorded in the audit log (default cli:<user>).")] = None,
     url: UrlOption = None,
 ) -> None:
-    """Set a model's price (supersedes the current one atomically; the old one stays as history)."""
+    """Set a model's price (supersedes the current one atomically; the old one stays as history; audited)."""
 
     async def body() -> None:
         for name, value in (
@@ -144,7 +164,10 @@ def set_command(
             cache_read_price_per_1m=cache_read,
             cache_write_price_per_1m=cache_write,
         )
-        await _set(require_url(url), price)
+        try:
+            await _set(require_url(url), price, confirm=confirm, by=by)
+        except InvalidRequestError as exc:  # the sanity bound: one line, exit 1, and the CLI's way to confirm
+            raise ConfigurationError(str(exc).replace('send it again with "confirm": true', "pass --confirm")) from None
 
     run_async(body())
 
@@ -156,6 +179,48 @@ def list_command(
 ) -> None:
     """Show the current price of every model."""
     run_async(_list(require_url(url), contains))
+
+
+@prices_app.command("reprice")
+def reprice_command(
+    since: Annotated[
+        str, typer.Option("--since", help="Re-price usage recorded on or after this UTC day (YYYY-MM-DD).")
+    ],
+    model: Annotated[str | None, typer.Option("--model", help="Only this model's usage.")] = None,
+    historical: Annotated[
+        bool,
+        typer.Option(
+            "--historical", help="Use the price in force when each row was recorded (default: the current price)."
+        ),
+    ] = False,
+    by: Annotated[str | None, typer.Option("--by", help="Name recorded in the audit log (default cli:<user>).")] = None,
+    url: UrlOption = None,
+) -> None:
+    """Re-price past usage on purpose (provider-reported costs are kept); leaves a `prices.reprice` audit row."""
+    use: Literal["current", "historical"] = "historical" if historical else "current"
+
+    async def body() -> None:
+        from agora_agent.stores.sql.audit import reprice_usage
+
+        try:
+            day = date.fromisoformat(since)
+        except ValueError:
+            raise ConfigurationError(f"--since must be a UTC day as YYYY-MM-DD, got {since!r}") from None
+        start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+        backend = await open_sql_backend(require_url(url))
+        try:
+            result = await reprice_usage(backend.engine, since=start, actor_ref=_operator(by), model_id=model, use=use)
+        finally:
+            await backend.close()
+        console.print(
+            f"re-priced {result.rows} usage rows since {day.isoformat()} ({use} prices): "
+            f"${result.before_usd:,.4f} -> ${result.after_usd:,.4f}"
+            + (f", {result.unpriced} left unpriced (no price for their model)" if result.unpriced else "")
+            + f"; audit {result.audit_id}"
+        )
+
+    run_async(body())
 
 
 def register(app: typer.Typer) -> None:

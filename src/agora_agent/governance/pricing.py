@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -14,7 +15,10 @@ __all__ = ["MemoryPricingStore", "ModelPrice", "PricingStore", "estimate_cost", 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelPrice:
-    """USD per million tokens for one model. Cache rates fall back to the input rate when None."""
+    """USD per million tokens for one model. Cache rates fall back to the input rate when None.
+
+    `id` is the price row's id once stored; usage rows priced with it keep it (spend is history).
+    """
 
     model_id: str
     input_price_per_1m: float
@@ -22,6 +26,7 @@ class ModelPrice:
     cache_write_price_per_1m: float | None = None
     cache_read_price_per_1m: float | None = None
     effective_from: datetime | None = None
+    id: str | None = None
 
 
 def estimate_cost(usage: Usage, price: ModelPrice) -> float:
@@ -54,21 +59,30 @@ class PricingStore(Protocol):
 
 
 class MemoryPricingStore:
-    """In-memory prices: one current row per model, last write wins."""
+    """In-memory prices: one current row per model, last write wins; superseded rows kept as history."""
 
     def __init__(self, prices: Iterable[ModelPrice] = ()) -> None:
         self._prices: dict[str, ModelPrice] = {}
+        self._history: dict[str, list[ModelPrice]] = {}
         for p in prices:
             self._put(p)
 
     def _put(self, price: ModelPrice) -> None:
-        self._prices[price.model_id] = replace(price, effective_from=price.effective_from or datetime.now(UTC))
+        stored = replace(
+            price, effective_from=price.effective_from or datetime.now(UTC), id=price.id or str(uuid.uuid4())
+        )
+        self._prices[price.model_id] = stored
+        self._history.setdefault(price.model_id, []).append(stored)
 
     async def upsert_price(self, price: ModelPrice) -> None:
-        self._put(replace(price, effective_from=None))
+        self._put(replace(price, effective_from=None, id=None))
 
     async def list_current_prices(self) -> list[ModelPrice]:
         return sorted(self._prices.values(), key=lambda p: p.model_id)
+
+    async def price_history(self, model_id: str) -> list[ModelPrice]:
+        """Every price the model had, oldest first (the last one is current)."""
+        return list(self._history.get(model_id, []))
 
 
 async def seed_model_prices(store: PricingStore, prices: Iterable[ModelPrice]) -> int:

@@ -8,10 +8,11 @@ populated by snake_case names in Python.
 
 Semantics every implementation honours:
 - Days are UTC and ranges inclusive: `from_day 00:00:00` <= t <= `to_day 23:59:59.999999`.
-- Cost of a usage row (COST-07): the provider-reported `cost_usd` wins; otherwise it is estimated with the
-  CURRENT prices at query time (`estimate_cost`); a model without a price has no cost. Rollups
-  (`spend_by_model`, `spend_by_actor`, `usage_trend`, `recent`/thread totals) count such rows as 0;
-  per-row values (run detail usage) keep None. Without a pricing store every rollup cost is 0 (COST-08).
+- Cost of a usage row: the `cost_usd` stored when it was recorded — provider-reported, or priced with the
+  price then in force (`price_id`). Spend is history: unlike the reference's COST-07, a price change never
+  re-prices past rows (`agora-agent prices reprice` does, deliberately and audited). An unpriced row (no
+  price at record time) counts 0 in rollups (`spend_by_model`, `spend_by_actor`, `usage_trend`, thread
+  totals) and keeps None per row (run detail usage), so it stays visibly unpriced.
 - Limits: non-positive -> 50, at most 200 (`clamp_limit`).
 """
 
@@ -176,7 +177,8 @@ class RunToolCallRow(_Row):
 
 
 class RunUsageRow(_Row):
-    """A usage ledger row of a run; `cost_usd` is the raw ledger value (None when not provider-reported)."""
+    """A usage ledger row of a run: `cost_usd` as stored when recorded (None = unpriced), `cost_source`
+    (`reported` | `priced` | None) and the `price_id` it was priced with."""
 
     model_id: str
     purpose: str
@@ -184,6 +186,8 @@ class RunUsageRow(_Row):
     output_tokens: int
     cost_usd: float | None
     created_at: datetime
+    price_id: str | None = None
+    cost_source: str | None = None
 
 
 class RunDetail(_Row):

@@ -217,8 +217,13 @@ def _usage_json(turn: ModelTurn, cost: float | None) -> dict[str, Any]:
 def _model_step_record(
     state: RunState, i: int, turn: ModelTurn, model_id: str, cost: float | None, reservation: Reservation | None
 ) -> ModelStep:
-    """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row."""
+    """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row.
+
+    The usage row is priced now with the price in force (its id kept), so later price changes never rewrite
+    past spend; a provider-reported cost wins; without either the row stays unpriced (`cost` is None)."""
     run, deps = state.run, state.deps
+    price = state.prices.get(model_id) if turn.cost_usd is None else None
+    source = "reported" if turn.cost_usd is not None else ("priced" if price is not None else None)
     message_id = str(uuid.uuid5(_STEP_IDS, f"{run.run_id}/assistant/{i}"))
     settlement = None
     if reservation is not None and deps.quota is not None:
@@ -246,8 +251,10 @@ def _model_step_record(
             output_tokens=turn.usage.output_tokens,
             cache_read_tokens=turn.usage.cache_read_tokens,
             cache_write_tokens=turn.usage.cache_write_tokens,
-            cost_usd=turn.cost_usd,  # COST-05: the ledger keeps provider-reported cost only
+            cost_usd=cost,
             created_at=now_utc(),
+            price_id=price.id if price is not None else None,
+            cost_source=source,
         ),
         settlement=settlement,
     )

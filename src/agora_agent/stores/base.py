@@ -162,8 +162,13 @@ class UsageRecord:
     output_tokens: int
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
-    cost_usd: float | None = None  # provider-reported only (COST-05)
+    # Priced when recorded, never re-priced behind the user's back: the provider-reported cost
+    # (`cost_source="reported"`), else the estimate at the price in force (`"priced"`, `price_id` = that
+    # price row), else None (unpriced, `cost_source` None). `agora-agent prices reprice` changes it on purpose.
+    cost_usd: float | None = None
     created_at: datetime
+    price_id: str | None = None
+    cost_source: str | None = None
 
 
 @dataclass(kw_only=True)

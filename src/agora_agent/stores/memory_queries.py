@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 
-from agora_agent.governance.pricing import ModelPrice, PricingStore
+from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import (
     ActorSpendRow,
     AgentReliabilityRow,
@@ -32,13 +32,11 @@ from agora_agent.governance.queries import (
     ToolCallActivityRow,
     UsageTrendPoint,
     clamp_limit,
-    current_prices,
     day_bounds,
     duration_ms,
     mean,
     rate,
     run_summary,
-    usage_row_cost,
 )
 from agora_agent.rag.inject import RETRIEVE_TOOL
 from agora_agent.rag.stats import RETRIEVAL_WINDOW, RetrievalStats, summarize_retrievals
@@ -87,25 +85,18 @@ class MemoryGovernanceQueries:
         self._store = store
         self._pricing = pricing
 
-    def _cost(self, u: UsageRecord, prices: dict[str, ModelPrice]) -> float | None:
-        return usage_row_cost(
-            model_id=u.model_id,
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_read_tokens=u.cache_read_tokens,
-            cache_write_tokens=u.cache_write_tokens,
-            reported_cost_usd=u.cost_usd,
-            prices=prices,
-        )
+    def _cost(self, u: UsageRecord) -> float | None:
+        # Priced when recorded (or provider-reported); None = unpriced. Never re-priced at query time.
+        return u.cost_usd
 
-    async def _usage_in(self, from_day: date, to_day: date) -> tuple[list[UsageRecord], dict[str, ModelPrice]]:
+    async def _usage_in(self, from_day: date, to_day: date) -> list[UsageRecord]:
         start, end = day_bounds(from_day, to_day)
         rows = [u for u in self._store.all_usage() if _in_range(u.created_at, start, end)]
-        return rows, await current_prices(self._pricing)
+        return rows
 
     async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
         """GQ-01: per model over the inclusive UTC days; cost desc, then model id asc."""
-        rows, prices = await self._usage_in(from_day, to_day)
+        rows = await self._usage_in(from_day, to_day)
         groups: dict[str, list[UsageRecord]] = defaultdict(list)
         for u in rows:
             groups[u.model_id].append(u)
@@ -115,7 +106,7 @@ class MemoryGovernanceQueries:
                 requests=len(items),
                 input_tokens=sum(u.input_tokens for u in items),
                 output_tokens=sum(u.output_tokens for u in items),
-                cost_usd=sum(self._cost(u, prices) or 0.0 for u in items),
+                cost_usd=sum(self._cost(u) or 0.0 for u in items),
             )
             for model_id, items in groups.items()
         ]
@@ -123,7 +114,7 @@ class MemoryGovernanceQueries:
 
     async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
         """GQ-02: per actor over the inclusive UTC days; cost desc, then actor ref asc."""
-        rows, prices = await self._usage_in(from_day, to_day)
+        rows = await self._usage_in(from_day, to_day)
         groups: dict[str, list[UsageRecord]] = defaultdict(list)
         for u in rows:
             groups[u.actor_ref].append(u)
@@ -132,7 +123,7 @@ class MemoryGovernanceQueries:
                 actor_ref=actor_ref,
                 requests=len(items),
                 total_tokens=sum(u.input_tokens + u.output_tokens for u in items),
-                cost_usd=sum(self._cost(u, prices) or 0.0 for u in items),
+                cost_usd=sum(self._cost(u) or 0.0 for u in items),
             )
             for actor_ref, items in groups.items()
         ]
@@ -140,7 +131,7 @@ class MemoryGovernanceQueries:
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
         """GQ-03: one point per UTC day that has usage, oldest first."""
-        rows, prices = await self._usage_in(from_day, to_day)
+        rows = await self._usage_in(from_day, to_day)
         groups: dict[date, list[UsageRecord]] = defaultdict(list)
         for u in rows:
             groups[_utc_day(u.created_at)].append(u)
@@ -148,7 +139,7 @@ class MemoryGovernanceQueries:
             UsageTrendPoint(
                 day=day,
                 total_tokens=sum(u.input_tokens + u.output_tokens for u in items),
-                cost_usd=sum(self._cost(u, prices) or 0.0 for u in items),
+                cost_usd=sum(self._cost(u) or 0.0 for u in items),
             )
             for day, items in sorted(groups.items())
         ]
@@ -234,6 +225,8 @@ class MemoryGovernanceQueries:
                     output_tokens=u.output_tokens,
                     cost_usd=u.cost_usd,
                     created_at=u.created_at,
+                    price_id=u.price_id,
+                    cost_source=u.cost_source,
                 )
                 for u in usage
             ],
@@ -346,7 +339,6 @@ class MemoryGovernanceQueries:
         thread = next((t for t in self._store.all_threads() if t.id == thread_id), None)
         if thread is None:
             return None
-        prices = await current_prices(self._pricing)
         usage = [u for u in self._store.all_usage() if u.thread_id == thread_id]
         runs = _newest_runs_first(r for r in self._store.all_runs() if r.thread_id == thread_id)
         messages = [m for m in self._store.all_messages() if m.thread_id == thread_id]
@@ -363,7 +355,7 @@ class MemoryGovernanceQueries:
             deleted=thread.deleted_at is not None,
             usage=ThreadUsage(
                 total_tokens=sum(u.input_tokens + u.output_tokens for u in usage),
-                cost_usd=sum(self._cost(u, prices) or 0.0 for u in usage) if usage else None,
+                cost_usd=sum(self._cost(u) or 0.0 for u in usage) if usage else None,
                 run_count=len(runs),
                 message_count=len(messages),
             ),

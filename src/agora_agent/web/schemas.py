@@ -124,6 +124,9 @@ class PriceUpsertRequest(WireModel):
     output_price_per_1m: float = Field(ge=0, allow_inf_nan=False)
     cache_write_price_per_1m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     cache_read_price_per_1m: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    confirm: bool = Field(
+        default=False, description="Required to move a rate more than 10× (or below 1/10) of the current price."
+    )
 
     _check_model = field_validator("model_id")(_not_blank)
 

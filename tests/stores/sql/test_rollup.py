@@ -66,7 +66,12 @@ async def test_migration_0002_backfills_existing_ledger_rows(empty_db_url: str) 
         async with engine.begin() as conn:
             await conn.execute(sa.insert(thread).values(id="t1", actor_ref="alice", created_at=T0, updated_at=T0))
             for cost in (None, 0.25, None):
-                values = _usage("t1", "alice", "m1", T0, cost).__dict__
+                # the 0001 ledger: without the columns later migrations add (price_id, cost_source)
+                values = {
+                    k: v
+                    for k, v in _usage("t1", "alice", "m1", T0, cost).__dict__.items()
+                    if k not in ("price_id", "cost_source")
+                }
                 await conn.execute(sa.insert(token_usage).values(values))
         await upgrade(engine)
     finally:

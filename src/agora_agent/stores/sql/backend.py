@@ -9,6 +9,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.governance.quota import Budget
+from agora_agent.stores.sql.audit import SqlAuditLog
 from agora_agent.stores.sql.engine import create_engine_from_url, normalize_url
 from agora_agent.stores.sql.migrate import prepare_schema
 from agora_agent.stores.sql.pricing import SqlPricingStore
@@ -27,6 +28,7 @@ class SqlBackend:
     store: SqlAgentStore
     pricing: SqlPricingStore
     queries: SqlGovernanceQueries
+    audit: SqlAuditLog
 
     def quota(self, budget: Budget) -> SqlQuotaStore:
         """A quota store for `budget` on the same database."""
@@ -63,4 +65,5 @@ async def open_sql_backend(
         store=SqlAgentStore(engine),
         pricing=pricing,
         queries=SqlGovernanceQueries(engine, pricing),
+        audit=SqlAuditLog(engine),
     )

@@ -31,6 +31,7 @@ def price_from_row(r: sa.RowMapping) -> ModelPrice:
         cache_write_price_per_1m=r["cache_write_price_per_1m"],
         cache_read_price_per_1m=r["cache_read_price_per_1m"],
         effective_from=r["effective_from"],
+        id=r["id"],
     )
 
 

@@ -1,9 +1,7 @@
 """`SqlGovernanceQueries`: the governance queries (REFERENCE GQ-01..11) as SQL aggregations.
 
-The database does the grouping and summing; Python only prices the per-group sums. That is exact
-because an estimated cost is linear in the token counts (COST-03): summing the estimates of the rows of
-a (group, model) equals estimating the summed tokens. Rows with a provider-reported `cost_usd` keep it
-(COST-07) and are summed separately, so reported and estimated costs never mix.
+The database does the grouping and summing. Costs are the ones stored on the usage rows when they were
+recorded (provider-reported or priced with the price then in force); nothing is re-priced at query time.
 
 The spend rollups (GQ-01..03) read `agent_usage_daily` (the ledger pre-summed per UTC day, actor and
 model, kept in step by the store), since their ranges are whole UTC days; everything else reads the
@@ -13,14 +11,14 @@ base tables through the indexes in tables.py. bench/governance.py times each que
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
+from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import (
     DEFAULT_LIMIT,
     ActorSpendRow,
@@ -43,12 +41,10 @@ from agora_agent.governance.queries import (
     ToolCallActivityRow,
     UsageTrendPoint,
     clamp_limit,
-    current_prices,
     day_bounds,
     rate,
     run_summary,
 )
-from agora_agent.messages import Usage
 from agora_agent.rag.inject import RETRIEVE_TOOL
 from agora_agent.rag.stats import RETRIEVAL_WINDOW, RetrievalStats, summarize_retrievals
 from agora_agent.stores.sql.records import run_record
@@ -103,21 +99,10 @@ def _cost_columns() -> list[sa.ColumnElement[Any]]:
     ]
 
 
-def _group_cost(row: sa.RowMapping, prices: Mapping[str, ModelPrice]) -> float:
-    """Reported costs plus the estimate of the unreported tokens at the model's current price (0 unpriced)."""
-    cost = float(row["reported_usd"] or 0.0)
-    price = prices.get(row["model_id"])
-    if price is not None:
-        cost += estimate_cost(
-            Usage(
-                input_tokens=int(row["est_input"] or 0),
-                output_tokens=int(row["est_output"] or 0),
-                cache_read_tokens=int(row["est_cache_read"] or 0),
-                cache_write_tokens=int(row["est_cache_write"] or 0),
-            ),
-            price,
-        )
-    return cost
+def _group_cost(row: sa.RowMapping) -> float:
+    """The group's stored costs: each usage row was priced when it was recorded (or reported by the provider);
+    unpriced rows add nothing — changing a price never rewrites past spend (`prices reprice` does, on purpose)."""
+    return float(row["reported_usd"] or 0.0)
 
 
 def _in_range(column: sa.ColumnElement[Any], from_day: date | None, to_day: date | None) -> list[Any]:
@@ -164,9 +149,7 @@ class SqlGovernanceQueries:
             rows: Sequence[sa.RowMapping] = (await conn.execute(stmt)).mappings().all()
         return rows
 
-    async def _priced_groups(
-        self, keys: Sequence[str], from_day: date, to_day: date
-    ) -> tuple[Sequence[sa.RowMapping], dict[str, ModelPrice]]:
+    async def _priced_groups(self, keys: Sequence[str], from_day: date, to_day: date) -> Sequence[sa.RowMapping]:
         """Sums per (keys…, model) over whole UTC days, read from the daily rollup (not the raw ledger)."""
         d = usage_daily.c
         group = [d[k] for k in keys]
@@ -186,20 +169,18 @@ class SqlGovernanceQueries:
             .where(d.day >= (from_day - _EPOCH_DAY).days, d.day <= (to_day - _EPOCH_DAY).days)
             .group_by(*group, d.model_id)
         )
-        rows = await self._rows(stmt)
-        prices = await current_prices(self.pricing) if rows else {}
-        return rows, prices
+        return await self._rows(stmt)
 
     async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
         """GQ-01: sorted by cost desc, then model id asc."""
-        rows, prices = await self._priced_groups([], from_day, to_day)
+        rows = await self._priced_groups([], from_day, to_day)
         result = [
             ModelSpendRow(
                 model_id=r["model_id"],
                 requests=int(r["requests"]),
                 input_tokens=int(r["input_tokens"]),
                 output_tokens=int(r["output_tokens"]),
-                cost_usd=_group_cost(r, prices),
+                cost_usd=_group_cost(r),
             )
             for r in rows
         ]
@@ -208,13 +189,13 @@ class SqlGovernanceQueries:
 
     async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
         """GQ-02: sorted by cost desc, then actor ref asc."""
-        rows, prices = await self._priced_groups(["actor_ref"], from_day, to_day)
+        rows = await self._priced_groups(["actor_ref"], from_day, to_day)
         totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for r in rows:
             acc = totals[r["actor_ref"]]
             acc[0] += int(r["requests"])
             acc[1] += int(r["input_tokens"]) + int(r["output_tokens"])
-            acc[2] += _group_cost(r, prices)
+            acc[2] += _group_cost(r)
         result = [
             ActorSpendRow(actor_ref=actor, requests=int(a[0]), total_tokens=int(a[1]), cost_usd=a[2])
             for actor, a in totals.items()
@@ -224,12 +205,12 @@ class SqlGovernanceQueries:
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
         """GQ-03: one point per UTC day with usage, day asc."""
-        rows, prices = await self._priced_groups(["day"], from_day, to_day)
+        rows = await self._priced_groups(["day"], from_day, to_day)
         totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
         for r in rows:
             acc = totals[int(r["day"])]
             acc[0] += int(r["input_tokens"]) + int(r["output_tokens"])
-            acc[1] += _group_cost(r, prices)
+            acc[1] += _group_cost(r)
         return [
             UsageTrendPoint(day=_day(index), total_tokens=int(a[0]), cost_usd=a[1])
             for index, a in sorted(totals.items())
@@ -337,6 +318,8 @@ class SqlGovernanceQueries:
                     output_tokens=u["output_tokens"],
                     cost_usd=u["cost_usd"],
                     created_at=u["created_at"],
+                    price_id=u["price_id"],
+                    cost_source=u["cost_source"],
                 )
                 for u in usage
             ],
@@ -512,7 +495,6 @@ class SqlGovernanceQueries:
                 .mappings()
                 .all()
             )
-        prices = await current_prices(self.pricing) if usage else {}
         return GovernanceThreadDetail(
             thread_id=head["id"],
             title=head["title"],
@@ -525,7 +507,7 @@ class SqlGovernanceQueries:
             deleted=head["deleted_at"] is not None,
             usage=ThreadUsage(
                 total_tokens=sum(int(u["tokens"] or 0) for u in usage),
-                cost_usd=sum((_group_cost(u, prices) for u in usage), 0.0) if usage else None,
+                cost_usd=sum((_group_cost(u) for u in usage), 0.0) if usage else None,
                 run_count=int(run_count or 0),
                 message_count=int(message_count or 0),
             ),

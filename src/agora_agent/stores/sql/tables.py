@@ -22,6 +22,7 @@ __all__ = [
     "AGENT_TABLES",
     "MICROS_PER_DAY",
     "approval",
+    "audit_log",
     "budget_counter",
     "budget_reservation",
     "confirm_token",
@@ -198,6 +199,8 @@ token_usage = sa.Table(
     sa.Column("cache_read_tokens", sa.BigInteger),
     sa.Column("cost_usd", sa.Float),
     sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Column("price_id", _Id),  # the agent_model_pricing row the cost was computed with (None: reported/unpriced)
+    sa.Column("cost_source", sa.String(16)),  # reported | priced | None (unpriced)
     sa.Index("ix_agent_token_usage_actor_created", "actor_ref", "created_at"),
     sa.Index("ix_agent_token_usage_created", "created_at"),
     sa.Index("ix_agent_token_usage_run", "run_id"),
@@ -243,6 +246,19 @@ model_pricing = sa.Table(
         postgresql_where=sa.text("is_current"),
     ),
     sa.Index("ix_agent_model_pricing_model", "model_id", "effective_from"),
+)
+
+audit_log = sa.Table(
+    "agent_audit_log",
+    metadata,
+    # Governance changes made by people (price changes, re-pricing, budget edits): who, what, when.
+    sa.Column("id", _Id, primary_key=True),
+    sa.Column("at", UtcMicros, nullable=False),
+    sa.Column("actor_ref", _Ref, nullable=False),
+    sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("target", sa.String(255)),
+    sa.Column("detail", sa.JSON),
+    sa.Index("ix_agent_audit_log_at", "at"),
 )
 
 run = sa.Table(

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse
 from agora_agent.actors import Actor
 from agora_agent.config import AgentConfig
 from agora_agent.errors import InvalidRequestError, NotFoundError
+from agora_agent.governance.price_changes import set_price
 from agora_agent.governance.pricing import ModelPrice, PricingStore
 from agora_agent.governance.queries import (
     ActorSpendRow,
@@ -319,17 +320,17 @@ async def list_prices(service: ServiceDep) -> JSONResponse:
     return JSONResponse([p.model_dump(by_alias=True, mode="json", exclude_none=True) for p in prices])
 
 
-async def upsert_price(service: ServiceDep, body: PriceUpsertRequest) -> OkResponse:
-    """Set a model's current price (atomically supersedes the previous one)."""
-    await _pricing(service).upsert_price(
-        ModelPrice(
-            model_id=body.model_id.strip(),
-            input_price_per_1m=body.input_price_per_1m,
-            output_price_per_1m=body.output_price_per_1m,
-            cache_write_price_per_1m=body.cache_write_price_per_1m,
-            cache_read_price_per_1m=body.cache_read_price_per_1m,
-        )
+async def upsert_price(service: ServiceDep, body: PriceUpsertRequest, actor: Actor = Depends(gate)) -> OkResponse:
+    """Set a model's current price (atomically supersedes the previous one; audited). A rate beyond 10× (or
+    1/10) of the current one needs `"confirm": true`, else 422 saying why."""
+    price = ModelPrice(
+        model_id=body.model_id.strip(),
+        input_price_per_1m=body.input_price_per_1m,
+        output_price_per_1m=body.output_price_per_1m,
+        cache_write_price_per_1m=body.cache_write_price_per_1m,
+        cache_read_price_per_1m=body.cache_read_price_per_1m,
     )
+    await set_price(_pricing(service), service.audit, price, actor_ref=actor.id, confirm=body.confirm)
     return OkResponse()
 
 

@@ -624,7 +624,13 @@ async function pricing() {
       if (Number.isFinite(v)) body[key] = v; // an empty or invalid optional rate is dropped
     }
     try {
-      await post("/governance/pricing", body);
+      try {
+        await post("/governance/pricing", body);
+      } catch (err) {
+        // A change beyond the sanity bound (10×) is refused with 422 until it is confirmed: ask, then resend.
+        if (err.status !== 422 || !/confirm/.test(err.message) || !window.confirm(`${err.message}\n\nSave it anyway?`)) throw err;
+        await post("/governance/pricing", { ...body, confirm: true });
+      }
       render();
     } catch (err) {
       clear(status, errorBox(err));
