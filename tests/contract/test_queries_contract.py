@@ -782,7 +782,14 @@ def test_rows_serialise_to_the_reference_camel_case_names() -> None:
     assert keys(rm.ModelSpendRow) == {"modelId", "requests", "inputTokens", "outputTokens", "costUsd"}
     assert keys(rm.ActorSpendRow) == {"actorRef", "requests", "totalTokens", "costUsd"}
     assert keys(rm.UsageTrendPoint) == {"day", "totalTokens", "costUsd"}
-    assert keys(rm.ToolCallActivityRow) == {"toolCallId", "toolName", "toolType", "status", "threadId", "createdAt"}
+    assert keys(rm.ToolCallActivityRow) == {"toolCallId", "toolName", "toolType", "status", "threadId", "createdAt"} | {
+        "runId",
+        "actorRef",
+        "policyDecision",
+        "decidedBy",
+        "reason",
+        "input",
+    }
     assert keys(rm.ThreadActivityRow) == {
         "threadId",
         "title",

@@ -41,3 +41,28 @@ async def asgi(config: AgentConfig) -> AsyncIterator[tuple[httpx2.AsyncClient, A
     service: AgentService = app.state.agent_service
     async with service, httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url="http://test") as client:
         yield client, service
+
+
+@asynccontextmanager
+async def serve(app: Any) -> AsyncIterator[str]:
+    """Run `app` (lifespan included) on uvicorn at 127.0.0.1:<free port>; yields the base URL."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, lifespan="on", log_level="warning", timeout_graceful_shutdown=1, access_log=False)
+    )
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()

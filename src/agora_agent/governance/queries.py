@@ -107,6 +107,13 @@ class ToolCallActivityRow(_Row):
     status: str
     thread_id: str
     created_at: datetime
+    # the audit columns (issue 15): who ran it, the policy decision, who decided, the reason and the arguments
+    run_id: str | None = None
+    actor_ref: str | None = None
+    policy_decision: str | None = None
+    decided_by: str | None = None
+    reason: str | None = None
+    input: Any = None
 
 
 class ThreadActivityRow(_Row):
@@ -174,6 +181,13 @@ class RunToolCallRow(_Row):
     error: str | None
     execution_ms: int | None
     created_at: datetime
+    # the audit columns (issue 15)
+    actor_ref: str | None = None
+    policy_decision: str | None = None
+    decided_by: str | None = None
+    executed_by_ref: str | None = None
+    idempotency_key: str | None = None
+    executed_at: datetime | None = None
 
 
 class RunUsageRow(_Row):

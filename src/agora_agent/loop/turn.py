@@ -17,6 +17,7 @@ Where DESIGN §3 decides differently from the reference, this loop follows DESIG
 
 from __future__ import annotations
 
+import time
 import uuid
 from functools import partial
 from typing import Any
@@ -108,7 +109,9 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     for i in range(deps.max_steps):
         tools = await _offered_tools(state)
         request = ModelRequest(system=system, messages=tuple(messages), tools=tuple(tools), model_id=agent.model_id)
+        asked = time.perf_counter()
         turn, reservation = await _model_step(state, i, request)
+        latency_ms = int((time.perf_counter() - asked) * 1000)
         steps += 1
         last_text = turn.text
         total_in += turn.usage.input_tokens
@@ -117,7 +120,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         cost = _step_cost(state, turn, model_id)
         if cost is not None:
             known_cost = (known_cost or 0.0) + cost
-        step = _model_step_record(state, i, turn, model_id, cost, reservation)
+        step = _model_step_record(state, i, turn, model_id, cost, reservation, latency_ms)
         assistant = await hooks.step(f"persist:assistant:{i}", partial(store.record_model_step, step))
         messages.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
@@ -202,7 +205,7 @@ def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
     return estimate_cost(turn.usage, price) if price is not None else None
 
 
-def _usage_json(turn: ModelTurn, cost: float | None) -> dict[str, Any]:
+def _usage_json(turn: ModelTurn, cost: float | None, latency_ms: int | None = None) -> dict[str, Any]:
     usage: dict[str, Any] = {"inputTokens": turn.usage.input_tokens, "outputTokens": turn.usage.output_tokens}
     if turn.usage.cache_read_tokens is not None:
         usage["cacheReadTokens"] = turn.usage.cache_read_tokens
@@ -211,11 +214,21 @@ def _usage_json(turn: ModelTurn, cost: float | None) -> dict[str, Any]:
     if turn.usage.reasoning_tokens is not None:
         usage["reasoningTokens"] = turn.usage.reasoning_tokens
     usage["costUsd"] = cost
+    # for the run inspector: how long the call took (as this process saw it) and why the turn ended
+    if latency_ms is not None:
+        usage["latencyMs"] = latency_ms
+    usage["finishReason"] = "tool_calls" if turn.tool_calls else "stop"
     return usage
 
 
 def _model_step_record(
-    state: RunState, i: int, turn: ModelTurn, model_id: str, cost: float | None, reservation: Reservation | None
+    state: RunState,
+    i: int,
+    turn: ModelTurn,
+    model_id: str,
+    cost: float | None,
+    reservation: Reservation | None,
+    latency_ms: int | None = None,
 ) -> ModelStep:
     """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row.
 
@@ -237,7 +250,7 @@ def _model_step_record(
         content=turn.text,
         persona=state.persona.id if state.persona else None,
         tool_calls=list(turn.tool_calls) or None,
-        usage=_usage_json(turn, cost),
+        usage=_usage_json(turn, cost, latency_ms),
         ledger=UsageRecord(
             id=f"{run.run_id}:{message_id}",
             thread_id=run.thread_id,

@@ -20,6 +20,7 @@ Durable execution: `chat` and `execute_tool` spans are opened inside the step fu
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import json
@@ -137,6 +138,18 @@ class Telemetry:
         self._meter_provider = meter_provider
         self._tracer_cache: Tracer | None = None
         self._instruments_cache: _Instruments | None = None
+        self._listeners: set[asyncio.Queue[AgentEvent]] = set()
+
+    @contextlib.contextmanager
+    def listen(self, maxsize: int = 256) -> Iterator[asyncio.Queue[AgentEvent]]:
+        """A queue receiving every event from now on (the console's live views). A listener that falls
+        `maxsize` events behind loses the newest ones rather than slowing runs down."""
+        queue: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize=maxsize)
+        self._listeners.add(queue)
+        try:
+            yield queue
+        finally:
+            self._listeners.discard(queue)
 
     # -- providers (resolved lazily: an app may configure OTel after building the config) ----------
 
@@ -200,6 +213,9 @@ class Telemetry:
                     "tenant_ref": event.tenant_ref,
                 },
             )
+        for queue in self._listeners:
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(event)
         handler = self.on_event
         if handler is None:
             return
@@ -279,8 +295,6 @@ class Telemetry:
             try:
                 yield scope
             except BaseException as exc:
-                import asyncio
-
                 if isinstance(exc, asyncio.CancelledError):
                     if span is not None:
                         span.set_attribute(sc.RUN_STATUS, "cancelled")

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 
+from agora_agent.governance.console import ToolCallAuditRow
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import (
     ActorSpendRow,
@@ -25,6 +26,7 @@ from agora_agent.governance.queries import (
     RunPage,
     RunQuery,
     RunReliability,
+    RunSummaryRow,
     RunToolCallRow,
     RunUsageRow,
     ThreadActivityRow,
@@ -63,6 +65,12 @@ def _tool_call_row(tc: ToolCallRecord) -> RunToolCallRow:
         error=tc.error,
         execution_ms=tc.execution_ms,
         created_at=tc.created_at,
+        actor_ref=tc.actor_ref,
+        policy_decision=tc.policy_decision,
+        decided_by=tc.decided_by,
+        executed_by_ref=tc.executed_by_ref,
+        idempotency_key=tc.idempotency_key,
+        executed_at=tc.executed_at,
     )
 
 
@@ -156,6 +164,12 @@ class MemoryGovernanceQueries:
                 status=tc.status,
                 thread_id=tc.thread_id or "",
                 created_at=tc.created_at,
+                run_id=tc.run_id,
+                actor_ref=tc.actor_ref,
+                policy_decision=tc.policy_decision,
+                decided_by=tc.decided_by,
+                reason=tc.error if tc.status in ("rejected", "expired", "failed") else None,
+                input=tc.input,
             )
             for _, tc in calls[: clamp_limit(limit)]
         ]
@@ -362,6 +376,46 @@ class MemoryGovernanceQueries:
             runs=[run_summary(r) for r in runs[:_THREAD_RUNS]],
             messages=[_message_row(m) for m in newest_messages],
         )
+
+    # -- console (issue 15): child runs for the inspector, the audit for a time range --
+
+    async def child_runs(self, run_id: str) -> list[RunSummaryRow]:
+        """Runs delegated from `run_id`, oldest first."""
+        runs = sorted((r for r in self._store.all_runs() if r.parent_run_id == run_id), key=lambda r: r.started_at)
+        return [run_summary(r) for r in runs]
+
+    async def audit_rows(self, start: datetime, end: datetime, limit: int = 10_000) -> list[ToolCallAuditRow]:
+        """Tool calls created in [start, end], oldest first, with their approval's requester and decision."""
+        approvals = {(a.run_id, a.tool_call_id): a for a in self._store.all_approvals()}
+        calls = sorted(
+            (c for c in self._store.all_tool_calls() if start <= c.created_at <= end), key=lambda c: c.created_at
+        )
+        rows = []
+        for c in calls[:limit]:
+            a = approvals.get((c.run_id, c.id))
+            rows.append(
+                ToolCallAuditRow(
+                    at=c.created_at,
+                    run_id=c.run_id,
+                    thread_id=c.thread_id,
+                    tool_call_id=c.id,
+                    tool_name=c.tool_name,
+                    tool_type=c.tool_type,
+                    status=c.status,
+                    actor_ref=c.actor_ref,
+                    tenant_ref=c.tenant_ref,
+                    input=c.input,
+                    policy_decision=c.policy_decision,
+                    requested_by=a.requested_by if a else None,
+                    decided_by=(a.decided_by if a else None) or c.decided_by,
+                    decided_at=a.decided_at if a else None,
+                    reason=(a.reason if a else None)
+                    or (c.error if c.status in ("rejected", "expired", "failed") else None),
+                    executed_at=c.executed_at,
+                    execution_ms=c.execution_ms,
+                )
+            )
+        return rows
 
 
 def _offset(cursor: str | None) -> int:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from agora_agent.governance.console import ToolCallAuditRow
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import (
     DEFAULT_LIMIT,
@@ -134,6 +135,12 @@ def _tool_call_row(row: sa.RowMapping) -> RunToolCallRow:
         error=row["error"],
         execution_ms=row["execution_ms"],
         created_at=row["created_at"],
+        actor_ref=row["actor_ref"],
+        policy_decision=row["policy_decision"],
+        decided_by=row["decided_by"],
+        executed_by_ref=row["executed_by_ref"],
+        idempotency_key=row["idempotency_key"],
+        executed_at=row["executed_at"],
     )
 
 
@@ -228,6 +235,12 @@ class SqlGovernanceQueries:
                 status=r["status"],
                 thread_id=r["thread_id"] or "",
                 created_at=r["created_at"],
+                run_id=r["run_id"],
+                actor_ref=r["actor_ref"],
+                policy_decision=r["policy_decision"],
+                decided_by=r["decided_by"],
+                reason=r["error"] if r["status"] in ("rejected", "expired", "failed") else None,
+                input=r["input"],
             )
             for r in await self._rows(stmt)
         ]
@@ -514,6 +527,52 @@ class SqlGovernanceQueries:
             runs=[_run_summary(r) for r in runs],
             messages=[_message_row(m) for m in messages],
         )
+
+    # -- console (issue 15): child runs for the inspector, the audit for a time range --
+
+    async def child_runs(self, run_id: str) -> list[RunSummaryRow]:
+        """Runs delegated from `run_id`, oldest first."""
+        stmt = sa.select(run).where(run.c.parent_run_id == run_id).order_by(run.c.started_at, run.c.id)
+        return [_run_summary(r) for r in await self._rows(stmt)]
+
+    async def audit_rows(self, start: datetime, end: datetime, limit: int = 10_000) -> list[ToolCallAuditRow]:
+        """Tool calls created in [start, end], oldest first, with their approval's requester and decision."""
+        tc, a = tool_call.c, approval.c
+        stmt = (
+            sa.select(
+                tool_call,
+                a.requested_by.label("a_requested_by"),
+                a.decided_by.label("a_decided_by"),
+                a.decided_at.label("a_decided_at"),
+                a.reason.label("a_reason"),
+            )
+            .select_from(tool_call.outerjoin(approval, sa.and_(a.run_id == tc.run_id, a.tool_call_id == tc.id)))
+            .where(tc.created_at >= start, tc.created_at <= end)
+            .order_by(tc.created_at, tc.seq)
+            .limit(limit)
+        )
+        return [
+            ToolCallAuditRow(
+                at=r["created_at"],
+                run_id=r["run_id"],
+                thread_id=r["thread_id"],
+                tool_call_id=r["id"],
+                tool_name=r["tool_name"],
+                tool_type=r["tool_type"],
+                status=r["status"],
+                actor_ref=r["actor_ref"],
+                tenant_ref=r["tenant_ref"],
+                input=r["input"],
+                policy_decision=r["policy_decision"],
+                requested_by=r["a_requested_by"],
+                decided_by=r["a_decided_by"] or r["decided_by"],
+                decided_at=r["a_decided_at"],
+                reason=r["a_reason"] or (r["error"] if r["status"] in ("rejected", "expired", "failed") else None),
+                executed_at=r["executed_at"],
+                execution_ms=r["execution_ms"],
+            )
+            for r in await self._rows(stmt)
+        ]
 
 
 def _offset(cursor: str | None) -> int:

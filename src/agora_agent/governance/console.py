@@ -1,0 +1,396 @@
+"""The console's views of a run: the inspector (a run as a waterfall), two runs side by side, the audit export.
+
+Built from the store (messages with their usage JSON, tool-call audit rows, approval rows) and the
+governance queries (usage ledger rows with their stored cost and price id, child runs). Times are UTC;
+`offset_ms` of a step is from the run's start, so a UI can draw the waterfall without date arithmetic.
+
+Model-call latency comes from the assistant message's usage JSON (`latencyMs`, recorded by the loop since
+issue 15); older messages have none, so their start falls back to the previous step's end.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime, timedelta
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from agora_agent.governance.audit import AuditEntry
+from agora_agent.governance.queries import GovernanceQueries, RunSummaryRow, RunUsageRow, run_summary
+from agora_agent.stores.base import AgentStore, MessageRecord, ToolCallRecord
+
+__all__ = [
+    "ConsoleQueries",
+    "InspectorStep",
+    "RunComparison",
+    "RunInspection",
+    "ToolCallAuditRow",
+    "audit_csv",
+    "audit_records",
+    "compare_runs",
+    "inspect_run",
+]
+
+MAX_DEPTH = 4  # nested delegations shown inline (the loop's default limit is 3)
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class ToolCallAuditRow(_Row):
+    """One tool call as the audit sees it: who, what arguments, the policy decision, who decided, why."""
+
+    at: datetime
+    run_id: str
+    thread_id: str
+    tool_call_id: str
+    tool_name: str
+    tool_type: str
+    status: str
+    actor_ref: str
+    tenant_ref: str | None = None
+    input: Any = None
+    policy_decision: str | None = None
+    requested_by: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+    executed_at: datetime | None = None
+    execution_ms: int | None = None
+
+
+class ConsoleQueries(Protocol):
+    """What the console needs beyond `GovernanceQueries` (both bundled implementations have it)."""
+
+    async def child_runs(self, run_id: str) -> list[RunSummaryRow]: ...
+
+    async def audit_rows(self, start: datetime, end: datetime, limit: int = 10_000) -> list[ToolCallAuditRow]: ...
+
+
+class InspectorStep(_Row):
+    """One bar of the waterfall. `kind`: model | tool | approval | delegation | retrieval."""
+
+    kind: Literal["model", "tool", "approval", "delegation", "retrieval"]
+    id: str
+    name: str
+    status: str
+    started_at: datetime
+    ended_at: datetime | None
+    offset_ms: int
+    duration_ms: int | None
+    detail: dict[str, Any]
+    child: RunInspection | None = None
+
+
+class RunInspection(_Row):
+    """A run as a waterfall: its summary and its steps in start order (delegations carry their child run)."""
+
+    run: RunSummaryRow
+    steps: list[InspectorStep]
+    content_captured: bool
+
+
+InspectorStep.model_rebuild()
+
+
+class RunComparison(_Row):
+    """Two runs side by side, with what differs: input, tools used, tokens and cost."""
+
+    a: RunInspection
+    b: RunInspection
+    diff: dict[str, Any]
+
+
+def _ms(a: datetime, b: datetime) -> int:
+    return int((b - a).total_seconds() * 1000)
+
+
+def _console(queries: GovernanceQueries) -> ConsoleQueries | None:
+    return queries if hasattr(queries, "child_runs") and hasattr(queries, "audit_rows") else None  # type: ignore[return-value]
+
+
+StepAdder = Any  # the `add` closure of `inspect_run`: (kind, id, name, status, start, end, **detail) -> InspectorStep
+
+
+async def inspect_run(
+    store: AgentStore,
+    queries: GovernanceQueries,
+    run_id: str,
+    *,
+    capture_content: bool = False,
+    _depth: int = 0,
+) -> RunInspection | None:
+    """The run as a waterfall, or None for an unknown run. With `capture_content`, each model step carries
+    its response (text and tool calls) and the first one the user's request."""
+    record = await store.get_run(run_id)
+    if record is None:
+        return None
+    detail = await queries.run_detail(run_id)
+    usage: list[RunUsageRow] = list(detail.usage) if detail is not None else []
+    messages = [m for m in await store.list_messages(record.thread_id) if m.run_id == run_id]
+    calls = await store.list_tool_calls(run_id=run_id)
+    console = _console(queries)
+    children = await console.child_runs(run_id) if console is not None and _depth < MAX_DEPTH else []
+    t0 = record.started_at
+    steps: list[InspectorStep] = []
+
+    def add(
+        kind: Any, id: str, name: str, status: str, start: datetime, end: datetime | None, **extra: Any
+    ) -> InspectorStep:
+        item = InspectorStep(
+            kind=kind,
+            id=id,
+            name=name,
+            status=status,
+            started_at=start,
+            ended_at=end,
+            offset_ms=max(_ms(t0, start), 0),
+            duration_ms=_ms(start, end) if end is not None else None,
+            detail=extra,
+        )
+        steps.append(item)
+        return item
+
+    _model_steps(add, messages, calls, usage, t0, capture_content)
+    pending_children = list(children)
+    for call in calls:
+        await _tool_steps(add, store, queries, call, pending_children, capture_content, _depth)
+    steps.sort(key=lambda s: (s.started_at, 0 if s.kind == "model" else 1))
+    return RunInspection(run=run_summary(record), steps=steps, content_captured=capture_content)
+
+
+def _model_steps(
+    add: StepAdder,
+    messages: list[MessageRecord],
+    calls: list[ToolCallRecord],
+    usage: list[RunUsageRow],
+    t0: datetime,
+    capture_content: bool,
+) -> None:
+    """One step per assistant message, matched to the run's usage ledger rows in order."""
+    users = [m for m in messages if m.role == "user"]
+    boundary = users[0].created_at if users else t0
+    call_ends = sorted(c.executed_at or c.created_at for c in calls)
+    for i, message in enumerate(m for m in messages if m.role == "assistant"):
+        meta = message.usage or {}
+        end = message.created_at
+        latency = meta.get("latencyMs")
+        if isinstance(latency, int | float):
+            start = end - timedelta(milliseconds=latency)
+        else:  # recorded before latencies were kept: from the previous step's end
+            earlier = [t for t in call_ends if t <= end]
+            start = max([boundary, *earlier[-1:]])
+        ledger = usage[i] if i < len(usage) else None
+        extra: dict[str, Any] = {
+            "model": ledger.model_id if ledger else None,
+            "inputTokens": meta.get("inputTokens"),
+            "outputTokens": meta.get("outputTokens"),
+            "cacheReadTokens": meta.get("cacheReadTokens"),
+            "costUsd": ledger.cost_usd if ledger else meta.get("costUsd"),
+            "costSource": ledger.cost_source if ledger else None,
+            "priceId": ledger.price_id if ledger else None,
+            "finishReason": meta.get("finishReason") or ("tool_calls" if message.tool_calls else "stop"),
+            "latencyMs": latency,
+        }
+        if capture_content:
+            extra["response"] = {
+                "text": message.content,
+                "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.input} for c in message.tool_calls or ()],
+            }
+            if i == 0 and users:
+                extra["request"] = {"user": users[0].content}
+        add("model", message.id, f"chat {extra['model'] or ''}".strip(), "completed", start, end, **extra)
+
+
+async def _tool_steps(
+    add: StepAdder,
+    store: AgentStore,
+    queries: GovernanceQueries,
+    call: ToolCallRecord,
+    children: list[RunSummaryRow],
+    capture_content: bool,
+    depth: int,
+) -> None:
+    """A tool call's bars: its approval wait (actions), then its execution (or the delegated child run)."""
+    common: dict[str, Any] = {
+        "toolType": call.tool_type,
+        "arguments": call.input,
+        "policyDecision": call.policy_decision,
+        "idempotencyKey": call.idempotency_key,
+        "executionMs": call.execution_ms,
+        "actor": call.actor_ref,
+        "executedBy": call.executed_by_ref,
+        "decidedBy": call.decided_by,
+        "error": call.error,
+        "output": call.output,
+    }
+    start = call.created_at
+    if call.tool_type == "action":
+        approval = await store.get_approval(call.run_id, call.id)
+        if approval is not None:
+            add(
+                "approval",
+                f"{call.id}:approval",
+                f"approval {call.tool_name}",
+                approval.status,
+                approval.created_at,
+                approval.decided_at,
+                requestedBy=approval.requested_by,
+                decidedBy=approval.decided_by,
+                decidedAt=approval.decided_at,
+                reason=approval.reason,
+                policyDecision=call.policy_decision,
+                approverRoles=list(approval.approver_roles or ()),
+                deadline=approval.deadline,
+            )
+            if approval.decided_at is not None:
+                start = approval.decided_at
+            if call.status in ("rejected", "expired", "pending_approval"):
+                return  # nothing ran: the approval bar is the whole story
+    end = call.executed_at
+    if end is not None and call.execution_ms is not None and call.tool_type != "agent":
+        start = max(start, end - timedelta(milliseconds=call.execution_ms))
+    if call.tool_name == "retrieve" and call.message_id is None:
+        add("retrieval", call.id, "retrieve", call.status, start, end, **common)
+        return
+    if call.tool_type != "agent":
+        add("tool", call.id, call.tool_name, call.status, start, end, **common)
+        return
+    # Delegations start their child runs in call order, so the n-th agent call is the n-th child run.
+    child = children.pop(0) if children and call.status in ("executed", "failed", "started") else None
+    item = add(
+        "delegation",
+        call.id,
+        call.tool_name,
+        call.status,
+        start,
+        end,
+        **common,
+        childRunId=child.run_id if child else None,
+    )
+    if child is not None:
+        item.child = await inspect_run(store, queries, child.run_id, capture_content=capture_content, _depth=depth + 1)
+
+
+async def compare_runs(
+    store: AgentStore, queries: GovernanceQueries, a: str, b: str, *, capture_content: bool = False
+) -> RunComparison | None:
+    """Two runs side by side; None when either is unknown."""
+    left = await inspect_run(store, queries, a, capture_content=capture_content)
+    right = await inspect_run(store, queries, b, capture_content=capture_content)
+    if left is None or right is None:
+        return None
+
+    async def first_input(run_id: str, thread_id: str) -> str | None:
+        users = [m for m in await store.list_messages(thread_id) if m.run_id == run_id and m.role == "user"]
+        return users[0].content if users else None
+
+    def tools(x: RunInspection) -> list[str]:
+        return [s.name for s in x.steps if s.kind in ("tool", "delegation", "retrieval")]
+
+    ta, tb = tools(left), tools(right)
+    cost_a, cost_b = left.run.cost_usd, right.run.cost_usd
+    diff = {
+        "input": {
+            "a": await first_input(a, left.run.thread_id),
+            "b": await first_input(b, right.run.thread_id),
+        },
+        "tools": {"a": ta, "b": tb, "onlyA": sorted(set(ta) - set(tb)), "onlyB": sorted(set(tb) - set(ta))},
+        "tokens": {
+            "a": left.run.input_tokens + left.run.output_tokens,
+            "b": right.run.input_tokens + right.run.output_tokens,
+        },
+        "costUsd": {
+            "a": cost_a,
+            "b": cost_b,
+            "delta": (cost_b - cost_a) if cost_a is not None and cost_b is not None else None,
+        },
+        "durationMs": {"a": left.run.duration_ms, "b": right.run.duration_ms},
+        "status": {"a": left.run.status, "b": right.run.status},
+    }
+    return RunComparison(a=left, b=right, diff=diff)
+
+
+AUDIT_COLUMNS = (
+    "kind",
+    "at",
+    "actor",
+    "tenant",
+    "run_id",
+    "thread_id",
+    "tool_call_id",
+    "tool",
+    "tool_type",
+    "status",
+    "policy_decision",
+    "requested_by",
+    "decided_by",
+    "decided_at",
+    "reason",
+    "arguments",
+    "action",
+    "target",
+    "detail",
+)
+
+
+def audit_records(rows: list[ToolCallAuditRow], changes: list[AuditEntry]) -> list[dict[str, Any]]:
+    """Tool-call audit rows and governance changes as one list of flat records, oldest first."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        out.append(
+            {
+                "kind": "tool_call",
+                "at": r.at.isoformat(),
+                "actor": r.actor_ref,
+                "tenant": r.tenant_ref,
+                "run_id": r.run_id,
+                "thread_id": r.thread_id,
+                "tool_call_id": r.tool_call_id,
+                "tool": r.tool_name,
+                "tool_type": r.tool_type,
+                "status": r.status,
+                "policy_decision": r.policy_decision,
+                "requested_by": r.requested_by,
+                "decided_by": r.decided_by,
+                "decided_at": r.decided_at.isoformat() if r.decided_at else None,
+                "reason": r.reason,
+                "arguments": r.input,
+                "action": None,
+                "target": None,
+                "detail": None,
+            }
+        )
+    for e in changes:
+        out.append(
+            {
+                **dict.fromkeys(AUDIT_COLUMNS),
+                "kind": "change",
+                "at": e.at.isoformat(),
+                "actor": e.actor_ref,
+                "action": e.action,
+                "target": e.target,
+                "detail": e.detail,
+            }
+        )
+    out.sort(key=lambda r: str(r["at"]))
+    return out
+
+
+def audit_csv(records: list[dict[str, Any]]) -> str:
+    """The records as CSV (JSON-encoded `arguments` and `detail`)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(AUDIT_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for record in records:
+        row = dict(record)
+        for key in ("arguments", "detail"):
+            if row.get(key) is not None:
+                row[key] = json.dumps(row[key], ensure_ascii=False, default=str)
+        writer.writerow(row)
+    return buffer.getvalue()
