@@ -174,7 +174,7 @@ def test_a_member_gets_403_and_an_admin_sees_the_dashboard(open_as: Any, demo_se
     with demo_server.client(None) as anonymous:
         assert anonymous.get("/agent/dashboard/").status_code == 401
     page = open_as("bob", "/agent/dashboard/")
-    assert "forbidden" in page.content()
+    assert "for governance admins" in page.content()  # a browser gets a page that says why, not JSON
     page = open_as("carol", "/agent/dashboard/")
     page.wait_for_selector("#panel[data-loaded=overview]")
     assert page.locator("[data-testid=overview-stats]").is_visible()

@@ -12,6 +12,7 @@ without an API key or a network. Its text streams word by word, like a real mode
 | "refund order 1001 [because …]"            | `refund_order` (an action: needs approval)    |
 | "chart sales [by day]"                     | `sales_chart` (presents a Chart)              |
 | "ask the analyst <question>"               | `ask_analyst` (delegates to the analyst)      |
+| "refund order 1003 and ask the analyst …"  | lookup + refund + ask_analyst in one turn      |
 | "sql: SELECT …", "how many customers", "which product sells best", "revenue" | `query_shop` (governed SQL) |
 | "search help for <words>"                  | `search_help` (the help centre, access-filtered) |
 | a question ("how …?", "what …?")           | answers from the injected help-centre context |
@@ -121,6 +122,19 @@ class DemoModel:
         if match := _REFUND.search(lowered):
             order_id = int(match.group(1))
             reason = message.split("because", 1)[1].strip(" .") if "because" in lowered else "customer request"
+            if "ask the analyst" in lowered:
+                # One turn with a read, an action and a delegation: what the run inspector is for.
+                task = lowered.split("ask the analyst", 1)[1].strip(" .,") or "Summarise our sales."
+                planned = [
+                    ("lookup_order", {"order_id": order_id}),
+                    ("refund_order", {"order_id": order_id, "reason": reason}),
+                    ("ask_analyst", {"task": task}),
+                ]
+                missing = [name for name, _ in planned if name not in offered]
+                if missing:
+                    return _call(offered, missing[0], {}, "")
+                preface = f"I will look up order {order_id}, refund it once you approve, and ask the analyst."
+                return preface, [ToolCall(id=f"call_{uuid.uuid4().hex[:16]}", name=n, input=a) for n, a in planned]
             return _call(
                 offered,
                 "refund_order",

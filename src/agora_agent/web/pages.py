@@ -23,6 +23,7 @@ agent routes. Its settings (API base, model label, demo users …) are injected 
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
 import logging
@@ -189,6 +190,39 @@ async def _unauthenticated(request: Request, settings: DashboardConfig, message:
     return JSONResponse({"error": message}, status_code=401)
 
 
+_REFUSAL_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:12vh auto;padding:0 1.5rem;color:#222}}
+h1{{font-size:1.4rem}}code{{background:#f2f2f2;padding:0 .25rem;border-radius:3px}}.muted{{color:#666}}</style>
+</head><body><h1>{title}</h1><p>{why}</p><p class="muted">{detail}</p>{back}</body></html>"""
+
+
+def _refusal_page(request: Request, refused: Response, chat_path: str | None) -> Response:
+    """A browser asking for the dashboard gets a page that says why it may not see it (a JSON client keeps
+    the JSON body; a redirect or an app's own response is sent as is)."""
+    accept = request.headers.get("accept", "")
+    if refused.status_code not in (401, 403) or "text/html" not in accept or not isinstance(refused, JSONResponse):
+        return refused
+    try:
+        message = str(json.loads(bytes(refused.body)).get("error", ""))
+    except ValueError:
+        message = ""
+    if refused.status_code == 401:
+        title = "Sign in to see the governance dashboard"
+        why = "The dashboard could not tell who you are: no identity came with this request."
+    else:
+        title = "The governance dashboard is for governance admins"
+        why = (
+            "You are signed in, but this application's <code>governance_authorize</code> rule does not admit you, "
+            "so the runs, spend and approvals of other people stay hidden. Ask an administrator for access."
+        )
+    detail = html.escape(message) if message and message not in ("forbidden", "unauthorized") else ""
+    back = f'<p><a href="{html.escape(chat_path)}/">Back to the chat</a></p>' if chat_path else ""
+    body = _REFUSAL_HTML.format(title=title, why=why, detail=detail, back=back)
+    return Response(body, status_code=refused.status_code, media_type="text/html; charset=utf-8")
+
+
 def dashboard_mount_path(api_base: str, override: str | None) -> str:
     """DASH-02: `<api base>/dashboard`, or the override with exactly one leading slash."""
     if override is None:
@@ -280,13 +314,13 @@ def mount_pages(
         async def dashboard_index(request: Request) -> Response:
             refused = await _gate(request, config)
             if refused is not None:
-                return refused
+                return _refusal_page(request, refused, chat_path)
             return Response(dash_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
 
         async def dashboard_asset(request: Request, path: str) -> Response:
             refused = await _gate(request, config)
             if refused is not None:
-                return refused
+                return _refusal_page(request, refused, chat_path)
             if _bad_asset_path(path):
                 return JSONResponse({"error": "bad asset path"}, status_code=400)
             found = _read_asset("dashboard", path)

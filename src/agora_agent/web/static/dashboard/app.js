@@ -5,6 +5,7 @@ import { apiError } from "./common/sse.js";
 import { donut, legend, comboChart, barChart } from "./common/charts.js";
 import { ragPanel } from "./rag.js";
 import { formatUsd, formatCount, formatPercent, formatDuration, formatModelLabel, formatTimestamp, shortId } from "./common/format.js";
+import { waterfall, compareView, startLive } from "./console.js";
 
 // The API base is injected by the server (DASH-05); else derived by stripping /dashboard from the URL.
 const BASE = (window.__AGENT_DASHBOARD_BASE__ || location.pathname.replace(/\/dashboard(\/.*)?$/, "")).replace(/\/+$/, "");
@@ -192,8 +193,25 @@ function trendChart(trend) {
 
 const runFilters = { status: "", agent: "", actor: "" };
 
+const compareSelection = new Set();
+
 const runColumns = [
-  { label: "Run", value: (r) => h("span.mono", { title: r.id }, shortId(r.id)) },
+  {
+    label: "",
+    value: (r) => {
+      // pick two runs to compare side by side (a click on the box must not open the run)
+      const box = h("input", { type: "checkbox", "aria-label": `Compare run ${r.id}`, dataset: { compare: r.id } });
+      box.checked = compareSelection.has(r.id);
+      box.addEventListener("click", (e) => e.stopPropagation());
+      box.addEventListener("change", () => {
+        if (box.checked) compareSelection.add(r.id);
+        else compareSelection.delete(r.id);
+        document.dispatchEvent(new CustomEvent("compare-changed"));
+      });
+      return box;
+    },
+  },
+  { label: "Run", value: (r) => h("a.mono", { title: r.id, href: `#runs/${encodeURIComponent(r.id)}` }, shortId(r.id)) },
   { label: "Status", value: (r) => pill(r.status) },
   { label: "Agent", value: (r) => r.agentName || "default" },
   { label: "Actor", value: actorOf },
@@ -242,8 +260,16 @@ async function runs() {
     }
   });
   draw();
+  const compare = h("button.more", { type: "button", id: "compare-runs" }, "Compare 2 selected");
+  const syncCompare = () => (compare.disabled = compareSelection.size !== 2);
+  document.addEventListener("compare-changed", syncCompare);
+  syncCompare();
+  compare.addEventListener("click", () => {
+    const [a, b] = [...compareSelection];
+    location.hash = `#compare/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
+  });
   return [
-    head("Runs", h("div.filters", {}, h("label", {}, "Status", status), h("label", {}, "Agent", agent), h("label", {}, "Actor", actor))),
+    head("Runs", h("div.filters", {}, h("label", {}, "Status", status), h("label", {}, "Agent", agent), h("label", {}, "Actor", actor), compare)),
     section(null, body, more),
   ];
 }
@@ -253,6 +279,12 @@ async function runDetail(id) {
   const d = await get(`/governance/runs/${encodeURIComponent(id)}`);
   if (!d) return [back, h("div.card.empty", {}, `No run with id ${id}.`)];
   const r = d.run;
+  let timeline;
+  try {
+    timeline = waterfall(await get(`/governance/runs/${encodeURIComponent(id)}/inspect`));
+  } catch (err) {
+    timeline = errorBox(err);
+  }
   return [
     back,
     head(`Run ${shortId(r.id)}`, pill(r.status)),
@@ -279,6 +311,7 @@ async function runDetail(id) {
         r.error ? kv("Error", h("span", { style: "color: var(--bad)" }, r.error)) : null,
       ),
     ),
+    section("Timeline", timeline),
     d.approvals.length ? section("Pending approvals", approvalsTable(d.approvals.map((a) => ({ ...a, runId: r.id, actorRef: r.actorRef, actorLabel: r.actorLabel })), () => render())) : null,
     section("Messages", messagesList(d.messages)),
     section("Tool calls", toolCallsTable(d.toolCalls)),
@@ -386,8 +419,18 @@ async function threadDetail(id) {
 
 async function tools() {
   const rows = await get("/governance/tool-calls/recent", { limit: 100 });
+  // The audit export: every tool call (actor, arguments, decision, decider, reason) and governance change.
+  const from = h("input", { type: "date", value: utcDay(-6), "aria-label": "Audit from" });
+  const to = h("input", { type: "date", value: utcDay(0), "aria-label": "Audit to" });
+  const exportLink = (format, label) => {
+    const a = h("a.button", { href: "#", dataset: { export: format } }, label);
+    a.addEventListener("click", () => {
+      a.href = `${BASE}/governance/audit?${new URLSearchParams({ from: from.value, to: to.value, format })}`;
+    });
+    return a;
+  };
   return [
-    head("Tool calls"),
+    head("Tool calls", h("div.filters", {}, h("label", {}, "Audit from", from), h("label", {}, "to", to), exportLink("csv", "Export CSV"), exportLink("json", "Export JSON"))),
     section(
       null,
       table(
@@ -395,6 +438,12 @@ async function tools() {
           { label: "Tool", value: (t) => h("span.mono", {}, t.toolName) },
           { label: "Type", value: (t) => t.toolType },
           { label: "Status", value: (t) => pill(t.status) },
+          { label: "Actor", value: (t) => t.actorRef || "—" },
+          { label: "Arguments", value: (t) => h("pre.io", {}, prettyJson(t.input, 300)) },
+          { label: "Decision", value: (t) => t.policyDecision || "—" },
+          { label: "Decided by", value: (t) => t.decidedBy || "—" },
+          { label: "Reason", value: (t) => t.reason || "—" },
+          { label: "Run", value: (t) => (t.runId ? h("a", { href: `#runs/${encodeURIComponent(t.runId)}` }, shortId(t.runId)) : "—") },
           { label: "Thread", value: (t) => (t.threadId ? h("a", { href: `#threads/${encodeURIComponent(t.threadId)}` }, shortId(t.threadId)) : "—") },
           { label: "When", value: (t) => formatTimestamp(t.createdAt) },
         ],
@@ -664,7 +713,8 @@ let renderSeq = 0;
 
 async function render() {
   const [rawPanel, ...rest] = location.hash.replace(/^#/, "").split("/");
-  const panel = PANELS.includes(rawPanel) ? rawPanel : "overview";
+  const comparing = rawPanel === "compare" && rest.length === 2;
+  const panel = comparing ? "runs" : PANELS.includes(rawPanel) ? rawPanel : "overview";
   const id = rest.length ? decodeURIComponent(rest.join("/")) : null;
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.panel === panel);
   document.body.dataset.panel = panel;
@@ -672,7 +722,8 @@ async function render() {
   if (!root.childElementCount) clear(root, h("div.loading", {}, "Loading…"));
   try {
     let view;
-    if (panel === "runs" && id) view = await runDetail(id);
+    if (comparing) view = await compareView(get, decodeURIComponent(rest[0]), decodeURIComponent(rest[1]));
+    else if (panel === "runs" && id) view = await runDetail(id);
     else if (panel === "threads" && id) view = await threadDetail(id);
     else view = await VIEWS[panel]();
     if (seq !== renderSeq) return;
@@ -698,3 +749,19 @@ window.addEventListener("hashchange", () => {
 });
 render();
 get("/governance/approvals/pending", { limit: 200 }).then((rows) => setApprovalCount(rows.length), () => {});
+
+// Live: the approvals inbox and the runs list re-render as things happen; the badge follows the count.
+let liveTimer = null;
+startLive(BASE, {
+  onCount: setApprovalCount,
+  onChange: (change) => {
+    const panel = document.body.dataset.panel;
+    const relevant =
+      (panel === "approvals" && change.kind.startsWith("approval.")) ||
+      (panel === "runs" && !location.hash.includes("/") && change.kind.startsWith("run.")) ||
+      (panel === "tools" && change.kind === "tool_call.status");
+    if (!relevant || document.activeElement?.matches?.("input, select, textarea")) return;
+    clearTimeout(liveTimer);
+    liveTimer = setTimeout(render, 150); // a burst of events re-renders once
+  },
+});
