@@ -125,7 +125,7 @@ class DemoModel:
             if "ask the analyst" in lowered:
                 # One turn with a read, an action and a delegation: what the run inspector is for.
                 task = lowered.split("ask the analyst", 1)[1].strip(" .,") or "Summarise our sales."
-                planned = [
+                planned: list[tuple[str, dict[str, Any]]] = [
                     ("lookup_order", {"order_id": order_id}),
                     ("refund_order", {"order_id": order_id, "reason": reason}),
                     ("ask_analyst", {"task": task}),
