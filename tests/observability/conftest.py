@@ -60,6 +60,10 @@ async def serve(app: Any) -> AsyncIterator[str]:
         uvicorn.Config(app, lifespan="on", log_level="warning", timeout_graceful_shutdown=1, access_log=False)
     )
     task = asyncio.create_task(server.serve(sockets=[sock]))
+    for _ in range(500):  # the lifespan (which starts the agent service) has run once uvicorn says started
+        if server.started or task.done():
+            break
+        await asyncio.sleep(0.01)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

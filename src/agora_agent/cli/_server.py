@@ -9,6 +9,7 @@ one `governance_authorize` admits. Identity: `--actor/--roles/--tenant` as the `
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -35,6 +36,11 @@ PathOption = Annotated[str, typer.Option("--path", help="The agent's path on the
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON instead of a table.")]
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def out() -> Console:
+    """stdout: the terminal's width, or 200 columns when piped (a script greps whole ids, never `…`)."""
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 class CommandError(Exception):

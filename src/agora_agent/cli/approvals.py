@@ -7,7 +7,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from agora_agent.cli._server import (
@@ -21,6 +20,7 @@ from agora_agent.cli._server import (
     ServerOption,
     TenantOption,
     TokenOption,
+    out,
     run,
     short,
 )
@@ -28,7 +28,6 @@ from agora_agent.cli._server import (
 __all__ = ["register"]
 
 approvals_app = typer.Typer(help="Pending approvals on a running server: list, approve, reject.", no_args_is_help=True)
-console = Console(highlight=False)
 
 
 @approvals_app.command("list")
@@ -52,11 +51,12 @@ def list_command(
             typer.echo(json.dumps(rows, indent=2))
             return
         if not rows:
-            console.print("no pending approvals")
+            out().print("no pending approvals")
             return
         table = Table(title=f"Pending approvals ({len(rows)})")
         for col in ("run", "tool call", "tool", "arguments", "actor", "requested (UTC)"):
-            table.add_column(col)
+            ids = col in ("run", "tool call")  # never cut: `approvals approve RUN TOOL_CALL` takes them
+            table.add_column(col, no_wrap=ids, min_width=32 if col == "run" else None)
         for r in rows:
             table.add_row(
                 r.get("runId") or "—",
@@ -66,7 +66,7 @@ def list_command(
                 r.get("actorLabel") or r["actorRef"],
                 str(r["requestedAt"])[:19].replace("T", " "),
             )
-        console.print(table)
+        out().print(table)
 
     run(body())
 
@@ -81,7 +81,7 @@ def _decide(decision: str, run_id: str, tool_call_id: str, reason: str | None, t
             payload["reason"] = reason
         result = await target.call("POST", f"/tool-call/{decision}", json=payload)
         status = result.get("status", decision + "d") if isinstance(result, dict) else decision
-        console.print(f"{tool_call_id} in run {run_id}: {status}")
+        out().print(f"{tool_call_id} in run {run_id}: {status}")
 
     run(body())
 

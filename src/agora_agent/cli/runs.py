@@ -6,7 +6,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -22,6 +21,7 @@ from agora_agent.cli._server import (
     TenantOption,
     TokenOption,
     money,
+    out,
     run,
     short,
 )
@@ -31,7 +31,6 @@ __all__ = ["register"]
 runs_app = typer.Typer(
     help="Runs on a running server (governance API; needs governance_authorize).", no_args_is_help=True
 )
-console = Console(highlight=False)
 
 
 @runs_app.command("list")
@@ -63,7 +62,13 @@ def list_command(
             return
         table = Table(title=f"Runs ({len(page['runs'])}{', more' if page.get('nextCursor') else ''})")
         for col in ("run", "status", "agent", "actor", "steps", "tokens", "cost", "duration", "started (UTC)"):
-            table.add_column(col, justify="right" if col in ("steps", "tokens", "cost", "duration") else "left")
+            # ids are never cut: they are what `runs show` and `approvals approve` take
+            table.add_column(
+                col,
+                justify="right" if col in ("steps", "tokens", "cost", "duration") else "left",
+                no_wrap=col == "run",
+                min_width=32 if col == "run" else None,
+            )
         for r in page["runs"]:
             duration = r.get("durationMs")
             table.add_row(
@@ -77,7 +82,7 @@ def list_command(
                 "—" if duration is None else f"{duration / 1000:.1f}s",
                 str(r["startedAt"])[:19].replace("T", " "),
             )
-        console.print(table)
+        out().print(table)
 
     run(body())
 
@@ -105,13 +110,13 @@ def show_command(
             typer.echo(json.dumps(inspection, indent=2))
             return
         r = inspection["run"]
-        console.print(
+        out().print(
             f"[bold]{escape(r['id'])}[/bold] {r['status']} · agent {escape(r.get('agentName') or '—')} · "
             f"actor {escape(r['actorRef'])} · {r['stepCount']} steps · "
             f"{r['inputTokens'] + r['outputTokens']:,} tokens · {money(r.get('costUsd'))}"
         )
         if r.get("error"):
-            console.print(f"[red]error: {escape(r['error'])}[/red]")
+            out().print(f"[red]error: {escape(r['error'])}[/red]")
         _print_steps(inspection["steps"], 0)
 
     run(body())
@@ -138,10 +143,10 @@ def _print_steps(steps: list[dict[str, Any]], depth: int) -> None:
                 extra += f" · error {short(d['error'])}"
             elif d.get("output") is not None:
                 extra += f" → {short(d['output'])}"
-        console.print(f"{head} [dim]{escape(extra)}[/dim]")
+        out().print(f"{head} [dim]{escape(extra)}[/dim]")
         if s.get("child"):
             child = s["child"]
-            console.print(f"{pad}  ↳ run {escape(child['run']['id'])} ({escape(child['run'].get('agentName') or '')})")
+            out().print(f"{pad}  ↳ run {escape(child['run']['id'])} ({escape(child['run'].get('agentName') or '')})")
             _print_steps(child["steps"], depth + 2)
 
 
