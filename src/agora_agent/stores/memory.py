@@ -436,7 +436,7 @@ class MemoryAgentStore:
     # -- usage ledger --
 
     async def record_usage(self, record: UsageRecord) -> None:
-        """Append a ledger row (its `cost_usd` is provider-reported only, COST-05)."""
+        """Append a ledger row (its `cost_usd` as priced when recorded, or provider-reported)."""
         self._usage.append(_clone(record))
 
     async def usage_tokens(self, actor_ref: str, start: datetime, end: datetime) -> int:
