@@ -1,7 +1,7 @@
 """spend as history: usage rows keep the price they were priced with; a governance audit log
 
-Revision ID: 0004
-Revises: 0003
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-01 08:00:00
 
 Existing rows keep their cost as it was (provider-reported or unpriced); `agora-agent prices reprice
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0004"
-down_revision: str | None = "0003"
+revision: str = "0006"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
