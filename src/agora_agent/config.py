@@ -82,10 +82,12 @@ class AgentConfig:
     - `governance_authorize` gates the governance routes, the dashboard and privileged access to
       other actors' runs and threads; without it nobody is privileged.
     - `actor_resolver` is the only source of identity; the default refuses every request.
-    - `recover_interrupted_runs`: at start-up, close runs a previous process left `running` (failed,
-      `started` tool calls `unknown_after_crash`, pending approvals `expired`). Default: on for a
-      SQLite URL (one process owns the file), off otherwise — never turn it on when several
-      processes run agents on one database.
+    - `recover_interrupted_runs`: close runs whose process died (run `failed`, calls that had started
+      or were approved `unknown_after_crash`, pending approvals `expired`, reservations released).
+      With a URL store every process holds a lease (a heartbeat every `run_lease_interval` seconds;
+      lapsed after `run_lease_ttl`), and any live process recovers runs whose owner's lease lapsed —
+      at start-up and on every heartbeat — so it is safe with several processes. Default: on for a
+      URL store; `True` with a store object recovers every `running` run at start-up (one process only).
     - `retriever` turns on inject mode (CFG-09): every run retrieves `retrieval_top_k` passages for the
       user's text and appends them to the system prompt. `retrieval_filter(actor) -> filter` scopes it;
       the default is `agora_agent.rag.acl_filter` (tenant + roles stamped at ingestion) — pass
@@ -140,6 +142,8 @@ class AgentConfig:
     on_presentation_error: PresentationErrorHandler | None = None
     recover_interrupted_runs: bool | None = None
     durable: bool | DurableConfig = False
+    run_lease_interval: float = 5.0
+    run_lease_ttl: float = 30.0
     dashboard: bool | DashboardConfig = True
     on_event: EventHandler | None = None
     tracer_provider: Any = None

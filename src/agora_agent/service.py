@@ -66,6 +66,7 @@ from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
     from agora_agent.governance.queries import GovernanceQueries
+    from agora_agent.runners.leases import LeaseKeeper, LeaseStore, ProcessIdentity
 
 __all__ = ["AgentService", "ChatStarted", "QuotaToday", "ThreadDetail"]
 
@@ -165,6 +166,9 @@ class AgentService:
         # Rendered thread history kept between runs: a run loads only what came after (loop/history.py).
         self._history = HistoryCache()
         self._mcp: Any = None  # agora_agent.mcp.MCPConnections, built in start() (the SDK is an extra)
+        self.lease_keeper: LeaseKeeper | None = None  # SQL stores: this process's heartbeat (add_tick to hook in)
+        self.leases: LeaseStore | None = None
+        self.identity: ProcessIdentity | None = None
         self._started = False
         self._retrieval = _inject_retrieval(config)
 
@@ -211,9 +215,34 @@ class AgentService:
                 await self.close()  # a refused configuration leaves no connection open
                 raise
         else:
-            inline = InlineRunner(deps_for=self.deps_for, store=self.store, sink=self.sink, debug=config.debug)
-            self._runner = inline
-            if self._recovers_interrupted_runs():
+            leases = None
+            if self._backend is not None:
+                from agora_agent.runners.leases import LeaseKeeper, ProcessIdentity
+                from agora_agent.stores.sql.leases import SqlLeaseStore
+
+                leases = self.leases = SqlLeaseStore(self._backend.engine)
+                self.identity = ProcessIdentity()
+            inline = self._runner = InlineRunner(
+                deps_for=self.deps_for,
+                store=self.store,
+                sink=self.sink,
+                debug=config.debug,
+                quota=self.quota,
+                leases=leases,
+                identity=self.identity,
+                lease_ttl=config.run_lease_ttl,
+            )
+            recovers = self._recovers_interrupted_runs()
+            if leases is not None and self.identity is not None:
+                self.lease_keeper = LeaseKeeper(
+                    leases,
+                    self.identity,
+                    interval=config.run_lease_interval,
+                    ttl=config.run_lease_ttl,
+                    on_tick=inline.sweep if recovers else None,
+                )
+                await self.lease_keeper.start()  # our lease exists before we judge anyone else's
+            if recovers:
                 await inline.recover_interrupted()
         self._started = True
 
@@ -261,6 +290,9 @@ class AgentService:
         if self._mcp is not None:
             await self._mcp.close()
             self._mcp = None
+        if self.lease_keeper is not None:
+            await self.lease_keeper.stop()  # our runs are closed: drop the lease so nobody waits for it
+            self.lease_keeper = None
         if self._backend is not None:
             await self._backend.close()
             self._backend = None
@@ -299,12 +331,11 @@ class AgentService:
             tool.bind_agent_store(store)
 
     def _recovers_interrupted_runs(self) -> bool:
-        """`recover_interrupted_runs`, defaulting to on where one process owns the store (SQLite)."""
+        """`recover_interrupted_runs`, defaulting to on for a URL store (run owner leases)."""
         setting = self.config.recover_interrupted_runs
         if setting is not None:
             return setting
-        store = self.config.store
-        return isinstance(store, str) and store.startswith("sqlite")
+        return isinstance(self.config.store, str)  # leases make it safe with several processes
 
     def _resolve_pricing(self) -> PricingStore | None:
         setting = self.config.pricing
@@ -467,6 +498,8 @@ class AgentService:
         if run is None:
             raise NotFoundError("run not found")
         runner = self.runner
+        if isinstance(runner, InlineRunner) and run.status == "running" and not runner.is_active(run_id):
+            await runner.recover_lapsed(run_id=run_id)  # a dead owner's run ends with an error frame
         if isinstance(runner, StreamingRunner):
             return await runner.stream(run_id, after=after)
         if not await self.sink.has_stream(run_id) and not self.runner.is_active(run_id):
@@ -513,6 +546,14 @@ class AgentService:
             if call is None:
                 raise NotFoundError("tool call not found")
             raise NotFoundError(f'tool call {tool_call_id} ("{call.tool_name}") is not awaiting approval')
+        runner = self.runner
+        lapsed = isinstance(runner, InlineRunner) and run.status == "running" and not runner.is_active(run_id)
+        if lapsed and isinstance(runner, InlineRunner) and await runner.recover_lapsed(run_id=run_id):
+            # its process died: nobody would run it
+            run = await self.store.get_run(run_id) or run
+        if run.status != "running":
+            why = f": {run.error}" if run.error else ""
+            raise ConflictError(f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval))
         if approval.status == "pending" and approval.expired():
             approval, _ = await self.store.decide_approval(
                 run_id, tool_call_id, status="expired", decided_by=None, reason="approval expired"

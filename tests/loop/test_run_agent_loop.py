@@ -115,6 +115,7 @@ async def test_every_side_effect_is_a_named_step_in_order() -> None:
         "llm:1",
         "persist:assistant:1",  # quota settle + message + usage row: one store transaction
         "persist:toolcall:call-1-send_invoice",
+        "persist:toolstart:call-1-send_invoice",  # approved: `started` before the side effect
         "tool:call-1-send_invoice",
         "persist:toolexec:call-1-send_invoice",
         "quota:reserve:2",

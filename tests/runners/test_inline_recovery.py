@@ -41,13 +41,22 @@ def script(request: ModelRequest, turn: int) -> ScriptedTurn:
 @pytest.mark.ref("DUR-09")
 async def test_restart_closes_runs_left_running(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'agent.db'}"
-    config = AgentConfig(model=FakeModel(script), tools=[wire_money, slow_lookup], store=url)
+    config = AgentConfig(
+        model=FakeModel(script),
+        tools=[wire_money, slow_lookup],
+        store=url,
+        run_lease_interval=0.1,
+        run_lease_ttl=0.3,
+    )
     crashed = AgentService.from_config(config)  # the process that "dies": never closed until the end
     await crashed.start()
     parked = await crashed.chat(ALICE, "wire 5")
     pending = await wait_for_tool_status(crashed, parked.run_id)
     running = await crashed.chat(ALICE, "look it up")
     await asyncio.wait_for(blocked.wait(), 5)
+    assert crashed.lease_keeper is not None
+    await crashed.lease_keeper.stop(release=False)  # its heartbeat stops, as in a crash
+    await asyncio.sleep(0.4)
 
     async with AgentService.from_config(config) as restarted:  # same SQLite file, new process
         for run_id in (parked.run_id, running.run_id):
@@ -56,16 +65,17 @@ async def test_restart_closes_runs_left_running(tmp_path: Path) -> None:
             assert run.error.startswith("interrupted")
         approval = await restarted.store.get_approval(parked.run_id, pending.tool_call_id)
         assert approval is not None and approval.status == "expired"
-        with pytest.raises(ConflictError, match="already expired"):
+        with pytest.raises(ConflictError, match="run is failed: interrupted"):
             await restarted.approve(ALICE, parked.run_id, pending.tool_call_id)  # never a silent 200
         calls = await restarted.store.list_tool_calls(run_id=running.run_id)
         assert [c.status for c in calls] == ["unknown_after_crash"]
     await crashed.close()
 
 
-async def test_recovery_is_off_by_default_for_shared_databases() -> None:
+async def test_recovery_is_on_by_default_for_url_stores_because_runs_have_owner_leases() -> None:
     config = AgentConfig(model=FakeModel(script), store="postgresql+asyncpg://nowhere/db")
-    assert AgentService.from_config(config)._recovers_interrupted_runs() is False
+    assert AgentService.from_config(config)._recovers_interrupted_runs() is True
+    assert AgentService.from_config(AgentConfig(model=FakeModel(script)))._recovers_interrupted_runs() is False
     explicit = AgentConfig(model=FakeModel(script), recover_interrupted_runs=True)
     assert AgentService.from_config(explicit)._recovers_interrupted_runs() is True
 

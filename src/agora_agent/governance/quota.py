@@ -12,7 +12,7 @@ at most one reservation (as long as a call's real usage stays within its reserva
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol, runtime_checkable
 
 from agora_agent.actors import Actor
@@ -34,7 +34,9 @@ class Budget:
     """Limits per actor and per tenant, in tokens and/or USD, per UTC day (or month).
 
     `reserve_tokens` is the estimate reserved before each model call (settled to the real usage
-    afterwards); `reserve_usd` likewise for USD budgets.
+    afterwards); `reserve_usd` likewise for USD budgets. `reservation_ttl`: a reservation older than
+    this is released by the periodic sweep (a process that died mid-call cannot hold budget forever);
+    keep it longer than your slowest model call.
     """
 
     tokens_per_actor: int | None = None
@@ -44,6 +46,7 @@ class Budget:
     period: Literal["day", "month"] = "day"
     reserve_tokens: int = 4096
     reserve_usd: float = 0.05
+    reservation_ttl: timedelta = timedelta(minutes=15)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,6 +58,8 @@ class Reservation:
     period_key: str
     tokens: int
     usd: float
+    run_id: str | None = None
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -120,12 +125,27 @@ class QuotaStore(Protocol):
     async def check(self, actor: Actor, period_key: str) -> None: ...
 
     async def reserve(
-        self, actor: Actor, period_key: str, *, reservation_id: str, tokens: int, usd: float
+        self,
+        actor: Actor,
+        period_key: str,
+        *,
+        reservation_id: str,
+        tokens: int,
+        usd: float,
+        run_id: str | None = None,
     ) -> Reservation: ...
 
     async def settle(self, reservation: Reservation, *, tokens: int, usd: float) -> None: ...
 
     async def release(self, reservation: Reservation) -> None: ...
+
+    async def release_run(self, run_id: str) -> int:
+        """Release every reservation a (crashed) run still holds; returns how many."""
+        ...
+
+    async def release_expired(self, now: datetime | None = None) -> int:
+        """Release reservations past their expiry (the periodic sweep); returns how many."""
+        ...
 
     async def usage(self, actor: Actor, period_key: str) -> QuotaUsage: ...
 
@@ -167,7 +187,14 @@ class MemoryQuotaStore:
         self._refuse_if_exhausted(actor, period_key)
 
     async def reserve(
-        self, actor: Actor, period_key: str, *, reservation_id: str, tokens: int, usd: float
+        self,
+        actor: Actor,
+        period_key: str,
+        *,
+        reservation_id: str,
+        tokens: int,
+        usd: float,
+        run_id: str | None = None,
     ) -> Reservation:
         self._refuse_if_exhausted(actor, period_key)
         scopes = tuple((s, k) for s, k, _, _ in budget_scopes(self.budget, actor))
@@ -175,7 +202,15 @@ class MemoryQuotaStore:
             c = self._counter(scope, key, period_key)
             c.reserved_tokens += tokens
             c.reserved_usd += usd
-        reservation = Reservation(id=reservation_id, scopes=scopes, period_key=period_key, tokens=tokens, usd=usd)
+        reservation = Reservation(
+            id=reservation_id,
+            scopes=scopes,
+            period_key=period_key,
+            tokens=tokens,
+            usd=usd,
+            run_id=run_id,
+            expires_at=datetime.now(UTC) + self.budget.reservation_ttl,
+        )
         self._open[reservation_id] = reservation
         return reservation
 
@@ -194,6 +229,19 @@ class MemoryQuotaStore:
 
     async def release(self, reservation: Reservation) -> None:
         self._close(reservation, 0, 0.0)
+
+    async def release_run(self, run_id: str) -> int:
+        held = [r for r in self._open.values() if r.run_id == run_id]
+        for reservation in held:
+            self._close(reservation, 0, 0.0)
+        return len(held)
+
+    async def release_expired(self, now: datetime | None = None) -> int:
+        moment = now or datetime.now(UTC)
+        stale = [r for r in self._open.values() if r.expires_at is not None and r.expires_at < moment]
+        for reservation in stale:
+            self._close(reservation, 0, 0.0)
+        return len(stale)
 
     async def usage(self, actor: Actor, period_key: str) -> QuotaUsage:
         c = self._counter("actor", actor.id, period_key)

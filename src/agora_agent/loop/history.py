@@ -96,8 +96,19 @@ def _render(
     return history, stable, anchor
 
 
+UNKNOWN_OUTCOME = {
+    "outcome": "unknown",
+    "reason": "the server stopped while this call was executing; it may or may not have taken effect",
+    "instruction": "do not retry it blindly: tell the user, and check the result before trying again",
+}
+"""What the model is told about an `unknown_after_crash` call (never "rejected", which invites a retry)."""
+
+
 def _result_from_row(call: ToolCall, row: ToolCallRecord | None) -> ToolResult:
-    if row is None or row.status in ("started", "pending_approval", "unknown_after_crash"):
+    if row is not None and row.status == "unknown_after_crash":
+        content = serialize_output(UNKNOWN_OUTCOME)
+        return ToolResult(tool_call_id=call.id, name=call.name, content=content, is_error=True)
+    if row is None or row.status in ("started", "pending_approval"):
         return ToolResult(tool_call_id=call.id, name=call.name, content="no result was recorded", is_error=True)
     if row.status in ("rejected", "expired"):
         payload = {"rejected": True, "reason": row.error or "rejected by user"}

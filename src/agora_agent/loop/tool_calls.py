@@ -300,6 +300,14 @@ async def _run_action(
             ),
         )
         return await _failed(state, call, "action", message)
+    # The audit row says `started` before the side effect can happen: a crash from here on is recovered
+    # as `unknown_after_crash` (the action may or may not have run), never as `expired`.
+    await hooks.step(
+        f"persist:toolstart:{call.id}",
+        lambda: deps.store.update_tool_call(
+            run.run_id, call.id, ToolCallPatch(status="started", decided_by=decision.decided_by)
+        ),
+    )
     await _frame(state, call, "action", "approved")
     return await _execute(state, call, "action", recheck, ctx, decided_by=decision.decided_by)
 

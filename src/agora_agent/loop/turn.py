@@ -173,6 +173,7 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
                 reservation_id=f"{run.run_id}:{i}",
                 tokens=budget.reserve_tokens,
                 usd=reserve_usd,
+                run_id=run.run_id,  # recovery releases a crashed run's reservations
             ),
         )
 

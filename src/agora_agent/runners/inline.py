@@ -7,6 +7,11 @@
   in-flight model call or tool; the stream then ends.
 - Delegation runs the target agent's loop on a transient sub-thread with its own run row; its text
   reaches the parent stream as `agent` frames and its action tools are auto-declined.
+- Crash truthfulness (`recover_run`): a run whose process died is closed `failed`; a call that had
+  started (or an approved action) becomes `unknown_after_crash` and its approval stays `approved`;
+  a still-pending approval `expired`; the run's budget reservations are released; its stream gets an
+  `error` frame and ends. With a `LeaseStore`, each run records its owner process and any live
+  process recovers runs whose owner's lease lapsed (runners/leases.py).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from functools import partial
-from typing import TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from agora_agent.errors import AgoraError, NotFoundError, QuotaExceededError
 from agora_agent.loop import (
@@ -32,12 +37,19 @@ from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolC
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
 from agora_agent.streaming.sink import SinkWriter, TokenSink
 
+if TYPE_CHECKING:
+    from agora_agent.governance.quota import QuotaStore
+    from agora_agent.runners.leases import LeaseStore, ProcessIdentity
+
 __all__ = ["InlineRunner"]
 
 logger = logging.getLogger("agora_agent.runner")
 T = TypeVar("T")
 NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
 INTERRUPTED = "interrupted: the server stopped while this run was in flight"
+UNKNOWN_AFTER_CRASH = (
+    "outcome unknown: the server stopped while this call was executing; it may or may not have taken effect"
+)
 
 DepsFactory = Callable[[str], LoopDeps]
 
@@ -111,16 +123,33 @@ class _Hooks:
 class InlineRunner:
     """Runs agent loops as asyncio tasks in this process."""
 
-    def __init__(self, *, deps_for: DepsFactory, store: AgentStore, sink: TokenSink, debug: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        deps_for: DepsFactory,
+        store: AgentStore,
+        sink: TokenSink,
+        debug: bool = False,
+        quota: QuotaStore | None = None,
+        leases: LeaseStore | None = None,
+        identity: ProcessIdentity | None = None,
+        lease_ttl: float = 30.0,
+    ) -> None:
         self.deps_for = deps_for
         self.store = store
         self.sink = sink
         self.debug = debug
+        self.quota = quota
+        self.leases = leases
+        self.identity = identity
+        self.lease_ttl = lease_ttl
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._events: dict[tuple[str, str], asyncio.Event] = {}
 
     async def start(self, run: RunInput) -> str:
         """Schedule the run and return its id at once."""
+        if self.leases is not None and self.identity is not None:
+            await self.leases.claim_run(run.run_id, self.identity.id)  # owned by a live process from now on
         await self.sink.open(run.run_id)  # create the buffer now so an early subscriber replays from frame 1
         task = asyncio.create_task(self._execute(run), name=f"agora-run-{run.run_id}")
         self._tasks[run.run_id] = task
@@ -137,20 +166,37 @@ class InlineRunner:
             deps = self.deps_for(run.agent_name)
             await run_agent_loop(deps, run, hooks)
         except asyncio.CancelledError:
-            await self.store.record_run_end(run.run_id, status="cancelled")
+            await self._end_run(run.run_id, "cancelled", None)
         except QuotaExceededError as exc:
-            await self.store.record_run_end(run.run_id, status="failed", error=str(exc))
+            await self._end_run(run.run_id, "failed", str(exc))
             error = ErrorFrame(message=str(exc), code="quota_exceeded")
         except Exception as exc:
             logger.exception("run %s failed", run.run_id)
             message = str(exc) or type(exc).__name__
-            await self.store.record_run_end(run.run_id, status="failed", error=message)
+            await self._end_run(run.run_id, "failed", message)
             error = ErrorFrame(message=self._public_message(exc, run.run_id), code=type(exc).__name__)
         finally:
             writer = await hooks.open_sink()
             if error is not None:
                 await writer.write(error)
             await writer.end()
+
+    async def _end_run(
+        self, run_id: str, status: Literal["failed", "cancelled"], error: str | None, *, attempts: int = 8
+    ) -> None:
+        """Record the run's end, retrying through a database outage: a run that cannot finish ends
+        `failed`, never stuck `running` (if every attempt fails, lease recovery closes it later)."""
+        delay = 0.1
+        for attempt in range(1, attempts + 1):
+            try:
+                await self.store.record_run_end(run_id, status=status, error=error)
+                return
+            except Exception:
+                if attempt == attempts:
+                    logger.exception("could not record the end of run %s; recovery will close it", run_id)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     def _public_message(self, exc: Exception, run_id: str) -> str:
         """What the end user's stream shows. Our own errors are written for people (a provider's
@@ -160,32 +206,94 @@ class InlineRunner:
             return str(exc) or type(exc).__name__
         return f"the run failed with an internal error (see the server log for run {run_id})"
 
+    async def recover_run(self, record: RunRecord, reason: str = INTERRUPTED) -> bool:
+        """Close a run whose process died, truthfully (the rules in the module docstring).
+
+        Idempotent and safe to repeat after a crash half-way: every write is a compare-and-set or
+        moves a row to the same final state. Returns whether this call ended the run.
+        """
+        store = self.store
+        for call in await store.list_tool_calls(run_id=record.id):
+            if call.status == "started":
+                await store.update_tool_call(
+                    record.id, call.id, ToolCallPatch(status="unknown_after_crash", error=UNKNOWN_AFTER_CRASH)
+                )
+            elif call.status == "pending_approval":
+                approval = await store.get_approval(record.id, call.id)
+                if approval is not None and approval.status == "pending":
+                    approval, _ = await store.decide_approval(
+                        record.id, call.id, status="expired", decided_by=None, reason=reason
+                    )
+                if approval is not None and approval.status == "approved":
+                    # Approved, so the action may have started: its outcome is unknown, never "expired".
+                    await store.update_tool_call(
+                        record.id,
+                        call.id,
+                        ToolCallPatch(
+                            status="unknown_after_crash", error=UNKNOWN_AFTER_CRASH, decided_by=approval.decided_by
+                        ),
+                    )
+                else:
+                    status = "rejected" if approval is not None and approval.status == "rejected" else "expired"
+                    await store.update_tool_call(record.id, call.id, ToolCallPatch(status=status, error=reason))
+        if self.quota is not None:
+            await self.quota.release_run(record.id)
+        ended = await store.record_run_end(record.id, status="failed", error=reason)
+        writer = await self.sink.open(record.id)
+        await writer.write(ErrorFrame(message=reason, code="run_interrupted"))
+        await writer.end()
+        return ended
+
     async def recover_interrupted(self, *, limit: int = 1000) -> int:
-        """Close what a previous process left open: runs still `running` become `failed`, their
-        `started` tool calls `unknown_after_crash`, their pending approvals `expired` (nobody can
-        act on them any more). Only safe when no other process runs agents on this store.
-        Returns how many runs were closed."""
+        """Close what dead processes left open. With leases: runs whose owner's lease lapsed (safe with
+        several processes on one store); without: every `running` run this runner does not hold (only
+        safe when no other process runs agents on this store). Returns how many runs were closed."""
         closed = 0
-        for record in await self.store.list_runs_by_status("running", limit=limit):
-            if record.id in self._tasks:
-                continue
-            for call in await self.store.list_tool_calls(run_id=record.id):
-                if call.status == "started":
-                    await self.store.update_tool_call(
-                        record.id, call.id, ToolCallPatch(status="unknown_after_crash", error=INTERRUPTED)
-                    )
-                elif call.status == "pending_approval":
-                    await self.store.decide_approval(
-                        record.id, call.id, status="expired", decided_by=None, reason=INTERRUPTED
-                    )
-                    await self.store.update_tool_call(
-                        record.id, call.id, ToolCallPatch(status="expired", error=INTERRUPTED)
-                    )
-            if await self.store.record_run_end(record.id, status="failed", error=INTERRUPTED):
-                closed += 1
+        if self.leases is not None and self.identity is not None:
+            closed = await self.recover_lapsed(limit=limit)
+        else:
+            for record in await self.store.list_runs_by_status("running", limit=limit):
+                # A durable run is recovered by DBOS (replay from its last checkpoint), never failed here.
+                if not record.durable and record.id not in self._tasks and await self.recover_run(record):
+                    closed += 1
         if closed:
             logger.warning("closed %d run(s) interrupted by a previous shutdown or crash", closed)
         return closed
+
+    async def recover_lapsed(self, *, run_id: str | None = None, limit: int = 100) -> int:
+        """Take over and close runs whose owner's lease lapsed (all, or only `run_id`); returns how many."""
+        if self.leases is None or self.identity is None:
+            return 0
+        from agora_agent.runners.leases import pid_alive
+
+        lapsed = await self.leases.lapsed_runs(
+            now=datetime.now(UTC),
+            ttl=self.lease_ttl,
+            host=self.identity.host,
+            alive=pid_alive,
+            limit=limit,
+            run_id=run_id,
+        )
+        closed = 0
+        for lapsed_id, previous in lapsed:
+            if lapsed_id in self._tasks:
+                continue
+            if not await self.leases.take_over(lapsed_id, self.identity.id, previous):
+                continue  # another live process took it over first
+            record = await self.store.get_run(lapsed_id)
+            if record is not None and record.status == "running" and not record.durable:
+                logger.warning("recovering run %s: its owner %s stopped", lapsed_id, previous or "(none)")
+                if await self.recover_run(record):
+                    closed += 1
+        return closed
+
+    async def sweep(self) -> None:
+        """The lease tick: recover lapsed runs, release expired budget reservations."""
+        await self.recover_lapsed()
+        if self.quota is not None:
+            released = await self.quota.release_expired()
+            if released:
+                logger.warning("released %d expired budget reservation(s)", released)
 
     async def run_nested(self, parent: RunInput, agent_name: str, task: str, parent_writer: SinkWriter) -> str:
         """DLG-06: the target agent on a transient sub-thread, own run row, same actor and day."""
@@ -217,6 +325,8 @@ class InlineRunner:
                 parent_run_id=parent.run_id,
             )
         )
+        if self.leases is not None and self.identity is not None:
+            await self.leases.claim_run(child.run_id, self.identity.id)
         try:
             result = await run_agent_loop(deps, child, _Hooks(self, child, parent_writer))
         except asyncio.CancelledError:

@@ -81,12 +81,25 @@ STATUS_BY_ERROR: Sequence[tuple[type[BaseException], int]] = (
 )
 
 
+STORE_UNAVAILABLE = "the agent store is unavailable right now; try again shortly"
+
+
+def _store_outage(exc: BaseException) -> bool:
+    """A database error that survived the store's retries and is about the connection (a dropped or
+    refused connection, a terminated backend): the client may retry, so it is a 503, not a 500."""
+    import sqlalchemy as sa
+
+    from agora_agent.stores.sql.engine import is_transient_db_error
+
+    return isinstance(exc, sa.exc.DBAPIError | ConnectionError | TimeoutError) and is_transient_db_error(exc)
+
+
 def status_for(exc: BaseException) -> int:
-    """The HTTP status of an exception; anything unknown is a 500."""
+    """The HTTP status of an exception; a store outage is a 503; anything else unknown is a 500."""
     for kind, status in STATUS_BY_ERROR:
         if isinstance(exc, kind):
             return status
-    return 500
+    return 503 if _store_outage(exc) else 500
 
 
 def error_response(exc: BaseException, *, debug: bool = False, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -104,7 +117,7 @@ def error_response(exc: BaseException, *, debug: bool = False, headers: dict[str
     elif status >= 500:
         logger.error("agora-agent request failed: %s", message, exc_info=exc)
         if not debug:
-            message, detail = "internal error", None
+            message, detail = (STORE_UNAVAILABLE if status == 503 else "internal error"), None
     body: dict[str, Any] = {"error": message}
     if detail:
         body["detail"] = detail

@@ -154,23 +154,48 @@ def _looks_transient(error: BaseException) -> bool:
     return bool(_TRANSIENT_MESSAGE.search(str(error)))
 
 
+# Connection loss: SQLSTATE class 08 (connection exception), 57P01..03 (the server terminated the backend
+# or is shutting down / starting up); asyncpg and SQLAlchemy spell a closed connection in these words.
+_DISCONNECT_CODES = {"57P01", "57P02", "57P03"}
+_DISCONNECT_MESSAGE = re.compile(
+    r"connection (?:was |is )?closed|connection does not exist|terminating connection|server closed the connection"
+    r"|connection reset|broken pipe|connection refused|cannot connect",
+    re.I,
+)
+
+
+def _looks_disconnected(error: BaseException) -> bool:
+    if isinstance(error, sa.exc.DBAPIError) and error.connection_invalidated:
+        return True  # SQLAlchemy judged it a disconnect and invalidated the connection (and the stale pool)
+    if isinstance(error, ConnectionError | TimeoutError):
+        return True
+    code = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+    if code is not None and (str(code).startswith("08") or str(code) in _DISCONNECT_CODES):
+        return True
+    return type(error).__name__ in ("ConnectionDoesNotExistError", "InterfaceError") or bool(
+        _DISCONNECT_MESSAGE.search(str(error))
+    )
+
+
 def is_transient_db_error(error: BaseException) -> bool:
-    """RETRY-03 for database errors: deadlock / serialization failure / lock timeout / SQLITE_BUSY.
+    """RETRY-03 for database errors: deadlock / serialization failure / lock timeout / SQLITE_BUSY, and a
+    lost connection (terminated backend, server restart): the retry then runs on a fresh connection.
 
     Checks the error and one level of cause (SQLAlchemy wraps the driver error in `.orig`).
     """
-    if _looks_transient(error):
+    if _looks_transient(error) or _looks_disconnected(error):
         return True
     cause = getattr(error, "orig", None) or error.__cause__
-    return cause is not None and cause is not error and _looks_transient(cause)
+    return cause is not None and cause is not error and (_looks_transient(cause) or _looks_disconnected(cause))
 
 
 async def retry_transient(operation: Callable[[], Awaitable[T]], *, attempts: int = 3, backoff_s: float = 0.05) -> T:
-    """Run a whole transaction again after a deadlock or serialization failure (RETRY-02 backoff)."""
+    """Run a whole transaction again after a deadlock, a serialization failure or a lost connection
+    (RETRY-02 backoff). A write retried after a lost commit reply must be idempotent (ids fixed first)."""
     for attempt in range(1, attempts + 1):
         try:
             return await operation()
-        except sa.exc.DBAPIError as exc:
+        except (sa.exc.DBAPIError, ConnectionError, TimeoutError) as exc:
             if attempt == attempts or not is_transient_db_error(exc):
                 raise
             await asyncio.sleep(backoff_s * attempt)

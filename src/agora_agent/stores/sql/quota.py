@@ -6,6 +6,10 @@ the row exists), inside one transaction: on PostgreSQL the UPDATE re-checks its 
 the latest committed row after waiting for the row lock, on SQLite the transaction is `BEGIN IMMEDIATE`
 (one writer at a time). A reservation row records what is open; `settle`/`release` delete it first and
 only touch the counters when they did, so settling twice never double-counts.
+
+Crash safety: a reservation carries its run and an expiry, so recovery releases a crashed run's
+reservations (`release_run`) and a periodic sweep releases expired ones (`release_expired`); a reserve
+retried after a lost commit reply finds its own row and grants nothing twice.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ _KEY = (_c.scope == sa.bindparam("_scope"), _c.key == sa.bindparam("_key"), _c.p
 _COUNTER = sa.select(budget_counter).where(*_KEY)
 _DELETE_RESERVATION = sa.delete(budget_reservation).where(budget_reservation.c.id == sa.bindparam("_id"))
 _INSERT_RESERVATION = sa.insert(budget_reservation)
+_RESERVATION_EXISTS = sa.select(budget_reservation.c.id).where(budget_reservation.c.id == sa.bindparam("_id"))
 _SETTLE = (
     sa.update(budget_counter)
     .where(*_KEY)
@@ -145,21 +150,36 @@ class SqlQuotaStore:
             raise refusal
 
     async def reserve(
-        self, actor: Actor, period_key: str, *, reservation_id: str, tokens: int, usd: float
+        self,
+        actor: Actor,
+        period_key: str,
+        *,
+        reservation_id: str,
+        tokens: int,
+        usd: float,
+        run_id: str | None = None,
     ) -> Reservation:
-        """Reserve `tokens`/`usd` against every budget that applies, all or nothing."""
+        """Reserve `tokens`/`usd` against every budget that applies, all or nothing.
+
+        The row carries `run_id` (recovery releases a crashed run's reservations) and an expiry (the
+        periodic sweep releases what outlived `Budget.reservation_ttl`)."""
         applicable = budget_scopes(self.budget, actor)
+        now = datetime.now(UTC)
         reservation = Reservation(
             id=reservation_id,
             scopes=tuple((s, k) for s, k, _, _ in applicable),
             period_key=period_key,
             tokens=tokens,
             usd=usd,
+            run_id=run_id,
+            expires_at=now + self.budget.reservation_ttl,
         )
         if not applicable:
             return reservation
 
         def grant(conn: sa.Connection) -> None:
+            if conn.execute(_RESERVATION_EXISTS, {"_id": reservation_id}).first() is not None:
+                return  # granted by an attempt whose commit reply was lost: never reserve twice
             for scope, key, limit_tokens, limit_usd in applicable:
                 counter = _key(scope, key, period_key)
                 conn.execute(self._upsert, counter)
@@ -182,7 +202,9 @@ class SqlQuotaStore:
                     "period": period_key,
                     "tokens": tokens,
                     "usd": usd,
-                    "created_at": datetime.now(UTC),
+                    "created_at": now,
+                    "run_id": run_id,
+                    "expires_at": reservation.expires_at,
                 },
             )
 
@@ -201,6 +223,31 @@ class SqlQuotaStore:
     async def release(self, reservation: Reservation) -> None:
         """Give the reservation back unused (the model call did not happen)."""
         await self._close(reservation, 0, 0.0)
+
+    async def _release_where(self, condition: Any) -> int:
+        stmt = sa.select(budget_reservation).where(condition)
+        rows = await self._units.run(lambda conn: conn.execute(stmt).mappings().all(), write=False)
+        for row in rows:
+            held = Reservation(
+                id=row["id"],
+                scopes=tuple((str(s), str(k)) for s, k in row["scopes"]),
+                period_key=row["period"],
+                tokens=int(row["tokens"]),
+                usd=float(row["usd"]),
+            )
+            await self.release(held)
+        return len(rows)
+
+    async def release_run(self, run_id: str) -> int:
+        """Release every reservation `run_id` still holds (recovery of a crashed run)."""
+        return await self._release_where(budget_reservation.c.run_id == run_id)
+
+    async def release_expired(self, now: datetime | None = None) -> int:
+        """Release every reservation past its expiry (the periodic sweep)."""
+        moment = now or datetime.now(UTC)
+        return await self._release_where(
+            sa.and_(budget_reservation.c.expires_at.is_not(None), budget_reservation.c.expires_at < moment)
+        )
 
     async def usage(self, actor: Actor, period_key: str) -> QuotaUsage:
         """The actor's own counter for the period (zeros when it never reserved)."""

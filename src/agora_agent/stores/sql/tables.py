@@ -30,8 +30,10 @@ __all__ = [
     "message",
     "metadata",
     "model_pricing",
+    "process",
     "run",
     "run_daily",
+    "run_owner",
     "thread",
     "to_micros",
     "token_usage",
@@ -323,6 +325,33 @@ budget_reservation = sa.Table(
     sa.Column("tokens", sa.BigInteger, nullable=False),
     sa.Column("usd", sa.Float, nullable=False),
     sa.Column("created_at", UtcMicros, nullable=False),
+    sa.Column("run_id", _Id),  # the run that holds it: recovery releases a crashed run's reservations
+    sa.Column("expires_at", UtcMicros),  # the periodic sweep releases what outlived its TTL
+    sa.Index("ix_agent_budget_reservation_run", "run_id"),
+    sa.Index("ix_agent_budget_reservation_expires", "expires_at"),
+)
+
+process = sa.Table(
+    "agent_process",
+    metadata,
+    # One row per live runtime process; its heartbeat keeps `expires_at` in the future (run owner leases).
+    sa.Column("id", _Id, primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", UtcMicros, nullable=False),
+    sa.Column("heartbeat_at", UtcMicros, nullable=False),
+    sa.Column("expires_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_process_expires", "expires_at"),
+)
+
+run_owner = sa.Table(
+    "agent_run_owner",
+    metadata,
+    # Which process runs a run; a run whose owner's lease lapsed is recovered by any live process.
+    sa.Column("run_id", _Id, primary_key=True),
+    sa.Column("owner_id", _Id, nullable=False),
+    sa.Column("claimed_at", UtcMicros, nullable=False),
+    sa.Index("ix_agent_run_owner_owner", "owner_id"),
 )
 
 confirm_token = sa.Table(
