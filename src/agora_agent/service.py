@@ -216,18 +216,23 @@ class AgentService:
                 raise
         else:
             leases = None
+            releases = self.quota
             if self._backend is not None:
                 from agora_agent.runners.leases import LeaseKeeper, ProcessIdentity
                 from agora_agent.stores.sql.leases import SqlLeaseStore
 
                 leases = self.leases = SqlLeaseStore(self._backend.engine)
                 self.identity = ProcessIdentity()
+                if releases is None:  # a dead process's reservations are released even if we have no budget
+                    from agora_agent.governance.quota import Budget
+
+                    releases = self._backend.quota(Budget())
             inline = self._runner = InlineRunner(
                 deps_for=self.deps_for,
                 store=self.store,
                 sink=self.sink,
                 debug=config.debug,
-                quota=self.quota,
+                quota=releases,
                 leases=leases,
                 identity=self.identity,
                 lease_ttl=config.run_lease_ttl,
