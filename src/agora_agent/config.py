@@ -95,6 +95,8 @@ class AgentConfig:
     - `durable`: run every run as a DBOS workflow (True, or a `DurableConfig`): runs survive a crash and
       resume from their last step, approvals and streams work from any process. Needs the `durable`
       extra and a persistent store (docs/durable.md).
+    - `trusted_origins`: other origins (`"https://app.example.com"`) allowed to send cookie-authenticated
+      POST/PUT/PATCH/DELETE requests; requests from this host are always allowed, any other site gets a 403.
     - `debug`: show internal error messages to callers (401/403 reasons, failed-run details).
     - `on_event`: a function or coroutine function receiving typed lifecycle events
       (`agora_agent.observability`); its errors are logged and ignored.
@@ -151,6 +153,7 @@ class AgentConfig:
     capture_content: bool | None = None
     mcp_servers: Sequence[MCPServer] = ()
     request_max_bytes: int = 1_048_576
+    trusted_origins: tuple[str, ...] = ()
     attachment_staging: AttachmentStagingStore | None = None
     attachment_max_bytes: int = 20 * 1024 * 1024
     attachment_downloader: SafeDownloader | None = None

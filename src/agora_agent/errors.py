@@ -130,7 +130,9 @@ class ModelError(RunError):
     """The model provider failed. `status` is the provider's HTTP status when there was one."""
 
     def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
-        super().__init__(message)
+        from agora_agent.secrets import scrub_secrets
+
+        super().__init__(scrub_secrets(message))  # a provider's text can echo the key: never keep it
         self.status = status
         self.retryable = retryable
 

@@ -577,7 +577,12 @@ class AgentService:
         )
         if not changed:
             raise ConflictError(f"tool call already {record.status}", detail=_standing(record))
-        await self.runner.signal(run_id, tool_call_id)
+        runner = self.runner
+        if isinstance(runner, InlineRunner) and actor.id == approval.requested_by:
+            # the parked run re-authorizes the action with the requester's identity as resolved now
+            await runner.signal(run_id, tool_call_id, requester=actor)
+        else:
+            await runner.signal(run_id, tool_call_id)
         return record
 
     async def readiness(self) -> dict[str, bool]:

@@ -93,13 +93,17 @@ async def test_internal_errors_reach_the_stream_only_in_debug(debug: bool, caplo
         started = await service.chat(ALICE, "hi")
         frames = await collect_frames(service, started.run_id)
         run = await service.wait_for_run(started.run_id)
-    assert run.status == "failed" and "s3cret" in (run.error or "")  # the server keeps the detail…
+    assert run.status == "failed" and "db.internal failed" in (run.error or "")  # the server keeps the detail…
+    assert "s3cret" not in (run.error or "")  # …without the credential (the run row feeds the governance view)
     shown = frames.errors[0].message
+    assert "s3cret" not in shown
     if debug:
-        assert "s3cret" in shown
+        assert "db.internal failed" in shown
     else:
-        assert "s3cret" not in shown and started.run_id in shown  # …the user gets a pointer to it
-    assert any("s3cret" in r.getMessage() or r.exc_info for r in caplog.records)
+        assert "db.internal" not in shown and started.run_id in shown  # the user gets a pointer and an error id
+        error_id = shown.split("error ")[1].split(";")[0]
+        assert error_id in (run.error or "")
+    assert any("s3cret" in r.getMessage() or r.exc_info for r in caplog.records)  # the traceback stays in the log
 
 
 @pytest.mark.ref("ARCH-07")

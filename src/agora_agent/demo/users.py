@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, ValidationError
 from starlette.responses import JSONResponse, Response
 
 from agora_agent.actors import Actor, CallableActorResolver
@@ -47,8 +47,11 @@ DEMO_USERS: tuple[DemoUser, ...] = (
 )
 
 
+LOGIN_MAX_BYTES = 4096
+
+
 class _Login(BaseModel):
-    user: str | None = None
+    user: str | None = Field(default=None, max_length=128)
 
 
 class DemoIdentity:
@@ -94,7 +97,20 @@ class DemoIdentity:
             }
 
         @router.post("/login")
-        async def login(body: _Login) -> Response:
+        async def login(request: Request) -> Response:
+            # Read at most LOGIN_MAX_BYTES: the body is one user id, never megabytes.
+            declared = request.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > LOGIN_MAX_BYTES:
+                return JSONResponse({"error": f"login body exceeds {LOGIN_MAX_BYTES} bytes"}, status_code=413)
+            raw = b""
+            async for chunk in request.stream():
+                raw += chunk
+                if len(raw) > LOGIN_MAX_BYTES:
+                    return JSONResponse({"error": f"login body exceeds {LOGIN_MAX_BYTES} bytes"}, status_code=413)
+            try:
+                body = _Login.model_validate_json(raw or b"{}")
+            except ValidationError:
+                return JSONResponse({"error": 'expected {"user": "<demo user id>"}'}, status_code=422)
             if body.user is None or body.user == "":
                 response = JSONResponse({"ok": True, "user": None})
                 response.delete_cookie(COOKIE, path="/")

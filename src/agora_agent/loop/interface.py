@@ -97,6 +97,10 @@ class ApprovalDecision:
     status: Literal["approved", "rejected", "expired"]
     decided_by: str | None = None
     reason: str | None = None
+    # The requester as resolved when they decided (their CURRENT roles): an approved action is
+    # re-authorized with it, so roles revoked while the run was parked are honoured. None: the
+    # identity captured at chat start is used.
+    requester: Actor | None = None
 
 
 class LoopHooks(Protocol):

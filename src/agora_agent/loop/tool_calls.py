@@ -7,6 +7,7 @@ validated arguments and the requester, and execution re-checks both. Each call's
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -65,6 +66,8 @@ async def _frame(
     output: Any = None,
     error: str | None = None,
 ) -> None:
+    if isinstance(input, Mapping):  # the stream shows arguments through the redactor, like the audit row
+        input = _redact(state, call.name, input)
     await state.writer.write(
         ToolFrame(
             tool_call_id=call.id, name=call.name, kind=kind, status=status, input=input, output=output, error=error
@@ -284,7 +287,10 @@ async def _run_action(
         payload = {"rejected": True, "reason": reason}
         return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
 
-    # Approved: re-check every filter (roles may have changed while parked) and the argument hash.
+    # Approved: re-check every filter (roles may have changed while parked) and the argument hash,
+    # with the requester's identity as resolved at decision time when the runner has it.
+    if decision.requester is not None and decision.requester.id == ctx.actor.id:
+        ctx = dataclasses.replace(ctx, actor=decision.requester)
     try:
         recheck = await deps.registry.authorize(
             call.name, call.input, ctx=ctx, policy=deps.policy, allow_list=state.allow_list

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -29,7 +30,7 @@ from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
-from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolDefinition
+from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
 from agora_agent.stores.base import ModelStep, QuotaSettlement, UsageRecord
 from agora_agent.streaming.frames import TextFrame
@@ -198,6 +199,15 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
     return turn, reservation
 
 
+def _redacted_calls(deps: LoopDeps, calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """The assistant message's tool calls as stored (and served by `GET /threads/{id}` and a re-attach):
+    arguments through the configured redactor, like the audit row. The loop keeps the raw ones."""
+    redactor = deps.redactor
+    if redactor is None:
+        return list(calls)
+    return [ToolCall(id=c.id, name=c.name, input=redactor(c.name, dict(c.input))) for c in calls]
+
+
 def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
     """COST-01: provider-reported cost, else an estimate from the current price, else None (never 0)."""
     if turn.cost_usd is not None:
@@ -250,7 +260,7 @@ def _model_step_record(
         run_id=run.run_id,
         content=turn.text,
         persona=state.persona.id if state.persona else None,
-        tool_calls=list(turn.tool_calls) or None,
+        tool_calls=_redacted_calls(state.deps, turn.tool_calls) or None,
         usage=_usage_json(turn, cost, latency_ms),
         ledger=UsageRecord(
             id=f"{run.run_id}:{message_id}",

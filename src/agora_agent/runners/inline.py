@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from agora_agent.errors import AgoraError, NotFoundError, QuotaExceededError
+from agora_agent.actors import Actor
+from agora_agent.errors import AgoraError, ModelError, NotFoundError, QuotaExceededError
 from agora_agent.loop import (
     ApprovalDecision,
     LoopDeps,
@@ -33,6 +34,7 @@ from agora_agent.loop import (
     RunInput,
     run_agent_loop,
 )
+from agora_agent.secrets import scrub_secrets
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
 from agora_agent.streaming.sink import SinkWriter, TokenSink
@@ -47,6 +49,7 @@ logger = logging.getLogger("agora_agent.runner")
 T = TypeVar("T")
 NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
 INTERRUPTED = "interrupted: the server stopped while this run was in flight"
+CANCELLED = "run cancelled"
 UNKNOWN_AFTER_CRASH = (
     "outcome unknown: the server stopped while this call was executing; it may or may not have taken effect"
 )
@@ -54,9 +57,11 @@ UNKNOWN_AFTER_CRASH = (
 DepsFactory = Callable[[str], LoopDeps]
 
 
-def _decision_of(record: ApprovalRecord) -> ApprovalDecision:
+def _decision_of(record: ApprovalRecord, requester: Actor | None = None) -> ApprovalDecision:
     assert record.status != "pending"
-    return ApprovalDecision(status=record.status, decided_by=record.decided_by, reason=record.reason)
+    return ApprovalDecision(
+        status=record.status, decided_by=record.decided_by, reason=record.reason, requester=requester
+    )
 
 
 class _ForwardingWriter:
@@ -145,6 +150,7 @@ class InlineRunner:
         self.lease_ttl = lease_ttl
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._events: dict[tuple[str, str], asyncio.Event] = {}
+        self._requesters: dict[tuple[str, str], Actor] = {}  # fresh identity of a requester who decided
 
     async def start(self, run: RunInput) -> str:
         """Schedule the run and return its id at once."""
@@ -171,10 +177,14 @@ class InlineRunner:
             await self._end_run(run.run_id, "failed", str(exc))
             error = ErrorFrame(message=str(exc), code="quota_exceeded")
         except Exception as exc:
-            logger.exception("run %s failed", run.run_id)
-            message = str(exc) or type(exc).__name__
-            await self._end_run(run.run_id, "failed", message)
-            error = ErrorFrame(message=self._public_message(exc, run.run_id), code=type(exc).__name__)
+            error_id = uuid.uuid4().hex[:12]
+            message = scrub_secrets(str(exc) or type(exc).__name__)
+            if isinstance(exc, ModelError):  # the scrubbed text only: the vendor's chained error may echo the key
+                logger.error("run %s failed: model provider error %s: %s", run.run_id, error_id, message)
+            else:
+                logger.exception("run %s failed (error %s)", run.run_id, error_id)
+            await self._end_run(run.run_id, "failed", f"{message} (error {error_id})")
+            error = ErrorFrame(message=self._public_message(exc, run.run_id, error_id), code=type(exc).__name__)
         finally:
             writer = await hooks.open_sink()
             if error is not None:
@@ -198,13 +208,17 @@ class InlineRunner:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
-    def _public_message(self, exc: Exception, run_id: str) -> str:
-        """What the end user's stream shows. Our own errors are written for people (a provider's
-        message, a budget, a missing tool); anything else may carry internals, so outside `debug`
-        it is replaced by a pointer to the server log, where the whole exception was written."""
-        if self.debug or isinstance(exc, AgoraError):
-            return str(exc) or type(exc).__name__
-        return f"the run failed with an internal error (see the server log for run {run_id})"
+    def _public_message(self, exc: Exception, run_id: str, error_id: str) -> str:
+        """What the end user's stream shows. Our own errors are written for people (a budget, a missing
+        tool); a provider's text and anything else may carry internals or key fragments, so outside
+        `debug` they become a generic message with the error id the server log carries."""
+        if self.debug:
+            return scrub_secrets(str(exc) or type(exc).__name__)
+        if isinstance(exc, ModelError):
+            return f"the model provider failed (error {error_id}); the server log has the details"
+        if isinstance(exc, AgoraError):
+            return scrub_secrets(str(exc) or type(exc).__name__)
+        return f"the run failed with an internal error (error {error_id}; see the server log for run {run_id})"
 
     async def recover_run(self, record: RunRecord, reason: str = INTERRUPTED) -> bool:
         """Close a run whose process died, truthfully (the rules in the module docstring).
@@ -333,7 +347,9 @@ class InlineRunner:
             await self.store.record_run_end(child.run_id, status="cancelled")
             raise
         except Exception as exc:
-            await self.store.record_run_end(child.run_id, status="failed", error=str(exc) or type(exc).__name__)
+            await self.store.record_run_end(
+                child.run_id, status="failed", error=scrub_secrets(str(exc) or type(exc).__name__)
+            )
             raise
         return result.text
 
@@ -350,7 +366,7 @@ class InlineRunner:
                 if record is None:
                     raise NotFoundError(f"approval for tool call {pending.tool_call_id} disappeared")
                 if record.status != "pending":
-                    return _decision_of(record)
+                    return _decision_of(record, self._requesters.pop(key, None))
                 if record.expired():
                     expired, _ = await self.store.decide_approval(
                         pending.run_id,
@@ -368,8 +384,16 @@ class InlineRunner:
                 event.clear()
         finally:
             self._events.pop(key, None)
+            self._requesters.pop(key, None)
 
-    async def signal(self, run_id: str, tool_call_id: str, decision: ApprovalDecision | None = None) -> None:
+    async def signal(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        decision: ApprovalDecision | None = None,
+        *,
+        requester: Actor | None = None,
+    ) -> None:
         """Wake the run parked on this tool call (ARCH-07).
 
         The decision lives on the approval row (server-authoritative): `AgentService.approve/reject`
@@ -380,6 +404,10 @@ class InlineRunner:
             await self.store.decide_approval(
                 run_id, tool_call_id, status=decision.status, decided_by=decision.decided_by, reason=decision.reason
             )
+        if requester is not None and self.is_active(run_id):
+            # The parked run re-authorizes with the roles the requester has now (kept even when the
+            # decision lands before the loop parks; the wait pops it).
+            self._requesters[(run_id, tool_call_id)] = requester
         event = self._events.get((run_id, tool_call_id))
         if event is not None:
             event.set()
@@ -395,7 +423,21 @@ class InlineRunner:
         elif changed:
             writer = await self.sink.open(run_id)
             await writer.end()
+        if changed:
+            await self._close_pending_approvals(run_id, CANCELLED)
         return changed
+
+    async def _close_pending_approvals(self, run_id: str, reason: str) -> None:
+        """A cancelled run's parked calls are closed: the approval is `rejected` (a late approve is a 409)
+        and leaves `approvals/mine`; the audit row says why."""
+        for call in await self.store.list_tool_calls(run_id=run_id):
+            if call.status != "pending_approval":
+                continue
+            approval, _ = await self.store.decide_approval(
+                run_id, call.id, status="rejected", decided_by=None, reason=reason
+            )
+            if approval.status != "approved":  # an approval that won the race keeps its word in the audit
+                await self.store.update_tool_call(run_id, call.id, ToolCallPatch(status="rejected", error=reason))
 
     async def wait(self, run_id: str, timeout: float | None = None) -> None:
         """Wait until the run's task has finished (no-op for unknown or finished runs)."""

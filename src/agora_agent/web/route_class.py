@@ -7,7 +7,11 @@ handlers or middleware. So each route's handler is wrapped here, in this order:
 2. the caller's identity (the global actor resolver) -> 401, unless the endpoint resolves identity
    itself (`POST /chat` picks the agent's own resolver, ACT-05);
 3. the body, read with the same cap (chunked uploads too) -> 413;
-4. the endpoint; any `AgoraError`, validation error or framework HTTP error becomes its JSON body via
+4. the edge checks (`_check_edge`): NUL bytes in the path or query -> 400 (PostgreSQL cannot store
+   them); a cookie-carrying unsafe request from another site (`Origin` / `Sec-Fetch-Site` not this host
+   and not in `trusted_origins`) -> 403; a body that is not `application/json` -> 415; JSON nested
+   deeper than `MAX_JSON_DEPTH` or carrying `\u0000` -> 400;
+5. the endpoint; any `AgoraError`, validation error or framework HTTP error becomes its JSON body via
    the one table in `web/errors.py`; anything else is a logged 500 without a traceback.
 """
 
@@ -24,9 +28,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from agora_agent.actors import Actor
-from agora_agent.errors import UnauthenticatedError
+from agora_agent.errors import ForbiddenError, UnauthenticatedError
 from agora_agent.web.errors import (
+    BadRequestError,
     RequestTooLargeError,
+    UnsupportedMediaTypeError,
     error_response,
     http_exception_response,
     validation_error_response,
@@ -91,6 +97,74 @@ async def _read_capped(request: Request, max_bytes: int) -> None:
     request._body = b"".join(chunks)
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest JSON nesting a request body may have (a 1,000-deep body would exhaust the parser's recursion)."""
+
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _json_too_deep(body: bytes, limit: int) -> bool:
+    """Whether `body` nests arrays/objects deeper than `limit` (strings skipped). Cheap: a body with
+    fewer brackets than the limit is never scanned."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for byte in body:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def _check_origin(request: Request, trusted_origins: frozenset[str]) -> None:
+    """Cookie-authenticated unsafe requests must come from this site (or a trusted origin): a cookie
+    is sent by the browser on cross-site requests too, so without this a page elsewhere could start
+    runs or queue an approval of its choosing."""
+    if request.method not in _UNSAFE or "cookie" not in request.headers:
+        return
+    origin = request.headers.get("origin")
+    if origin is not None and origin != "null":
+        host = request.headers.get("host", "")
+        if origin in trusted_origins or origin.split("://", 1)[-1] == host:
+            return
+        raise ForbiddenError(
+            f"cross-site request refused: origin {origin} is not trusted (AgentConfig.trusted_origins)"
+        )
+    site = request.headers.get("sec-fetch-site")
+    if origin == "null" or (site is not None and site not in ("same-origin", "none")):
+        raise ForbiddenError("cross-site request refused (Sec-Fetch-Site: " + (site or "null origin") + ")")
+
+
+def _check_edge(request: Request, *, trusted_origins: frozenset[str], json_body: bool) -> None:
+    """The checks every route shares before its endpoint runs (see the module docstring, step 4)."""
+    if "\x00" in request.url.path or b"%00" in request.scope.get("query_string", b""):
+        raise BadRequestError("NUL bytes are not allowed in ids or query parameters")
+    _check_origin(request, trusted_origins)
+    body: bytes = getattr(request, "_body", b"")
+    if not json_body or not body:
+        return
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise UnsupportedMediaTypeError(f"Content-Type must be application/json, got {media or 'none'}")
+    if b"\\u0000" in body:
+        raise BadRequestError("NUL characters (\\u0000) are not allowed in the request body")
+    if _json_too_deep(body, MAX_JSON_DEPTH):
+        raise BadRequestError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
 def _declared_length(request: Request) -> int | None:
     raw = request.headers.get("content-length")
     if raw is None:
@@ -108,6 +182,7 @@ def make_route_class(
     debug: bool,
     authenticate: Callable[[Request], Awaitable[Actor]],
     context: object = None,
+    trusted_origins: frozenset[str] = frozenset(),
 ) -> type[APIRoute]:
     """An `APIRoute` subclass bound to one router's limits, resolver, debug flag and shared `context`."""
 
@@ -129,6 +204,7 @@ def make_route_class(
                     if not own_identity:
                         set_actor(request, await authenticate(request))
                     await _read_capped(request, limit)
+                    _check_edge(request, trusted_origins=trusted_origins, json_body=not uploads)
                     return await handler(request)
                 except ClientDisconnect:
                     return Response(status_code=400)  # nobody is listening any more

@@ -66,6 +66,7 @@ def agent_router(config_or_service: AgentConfig | AgentService, *, ping_seconds:
             debug=config.debug,
             authenticate=authenticate_caller,
             context=RouteContext(service=service, ping_seconds=ping_seconds),
+            trusted_origins=frozenset(config.trusted_origins),
         ),
         lifespan=lifespan,
     )

@@ -119,7 +119,7 @@ class RejectRequest(ApproveRequest):
 class PriceUpsertRequest(WireModel):
     """`POST /governance/pricing` (HTTP-29): USD per million tokens; cache rates optional."""
 
-    model_id: str = Field(min_length=1, max_length=300)
+    model_id: str = Field(min_length=1, max_length=255)  # the column is 255 wide
     input_price_per_1m: float = Field(ge=0, allow_inf_nan=False)
     output_price_per_1m: float = Field(ge=0, allow_inf_nan=False)
     cache_write_price_per_1m: float | None = Field(default=None, ge=0, allow_inf_nan=False)

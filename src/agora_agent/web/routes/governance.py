@@ -245,7 +245,7 @@ async def list_runs(
     limit: LimitQ = None,
 ) -> JSONResponse:
     """Runs, newest first, filtered, one page at a time (pass `nextCursor` back for the next)."""
-    if cursor is not None and not cursor.strip().isdigit():
+    if cursor is not None and (not cursor.strip().isdigit() or len(cursor.strip()) > 18):  # a 64-bit offset
         raise InvalidRequestError(f"cursor must be the nextCursor of a previous page (a number), got {cursor!r}")
     page = await _queries(service).list_runs(
         RunQuery(
