@@ -723,9 +723,9 @@ def _inject_retrieval(config: AgentConfig) -> InjectRetrieval | None:
 
 def _resolve_model(model: ModelProvider | str | Any) -> ModelProvider:
     if isinstance(model, str):
-        from agora_agent.models.infer import infer_model
+        from agora_agent.models.infer import env_base_url, infer_model
 
-        return infer_model(model)
+        return infer_model(model, base_url=env_base_url())
     if isinstance(model, ModelProvider):
         return model
     if callable(model):

@@ -115,6 +115,10 @@ def init(
     except FileExistsError as exc:
         typer.echo(f"agora-agent init: refusing to overwrite existing files: {exc}; nothing was written", err=True)
         raise typer.Exit(1) from None
+    except OSError as exc:  # an unwritable or impossible path: one line, not a traceback
+        where = exc.filename or directory
+        typer.echo(f"agora-agent init: cannot write {where}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(1) from None
     for path in written:
         typer.echo(f"  created {path}")
     typer.echo(NEXT_STEPS.format(dir=directory))

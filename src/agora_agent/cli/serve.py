@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 from starlette.applications import Starlette
 
+from agora_agent.cli._net import LogLevelOption, PortOption, bind, check_log_level, run_on
 from agora_agent.errors import AgoraError
 
 __all__ = ["TargetError", "app_from_env", "build_app", "load_target", "register"]
@@ -84,13 +85,14 @@ def app_from_env() -> Any:
 def serve(
     target: Annotated[str, typer.Argument(help="MODULE:ATTR of an AgentConfig, an AgentService or a FastAPI app.")],
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    port: PortOption = 8000,
     reload: Annotated[bool, typer.Option(help="Restart when Python files in the current directory change.")] = False,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    log_level: LogLevelOption = "info",
 ) -> None:
     """Serve your agent: the API under its path, the chat page at <path>/ui, the dashboard at <path>/dashboard."""
     import uvicorn
 
+    log_level = check_log_level("serve", log_level)
     try:
         app = build_app(load_target(target), target)
     except (TargetError, AgoraError) as exc:  # a bad target or a bad config: one line, exit 2
@@ -109,7 +111,7 @@ def serve(
             log_level=log_level,
         )
     else:
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        run_on(bind("serve", host, port), app, log_level=log_level)  # bound before start-up touches the store
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ import os
 from agora_agent.errors import ConfigurationError
 from agora_agent.models.base import ModelProvider
 
-__all__ = ["MODEL_BASE_URL_ENV", "MODEL_ENV", "PREFIXES", "infer_model", "model_from_env"]
+__all__ = ["MODEL_BASE_URL_ENV", "MODEL_ENV", "PREFIXES", "env_base_url", "infer_model", "model_from_env"]
 
 MODEL_ENV = "AGORA_MODEL"
 MODEL_BASE_URL_ENV = "AGORA_MODEL_BASE_URL"
@@ -57,7 +57,17 @@ def infer_model(spec: str | ModelProvider, *, base_url: str | None = None) -> Mo
 def model_from_env() -> ModelProvider | None:
     """The provider named by `AGORA_MODEL` (with `AGORA_MODEL_BASE_URL`), or None when it is unset."""
     spec = os.environ.get(MODEL_ENV, "").strip()
-    if not spec:
-        return None
     base_url = os.environ.get(MODEL_BASE_URL_ENV, "").strip() or None
+    if not spec:
+        if base_url is not None:  # never fall back silently to another model than the one pointed at
+            raise ConfigurationError(
+                f"{MODEL_BASE_URL_ENV} is set ({base_url}) but {MODEL_ENV} is not: set "
+                f"{MODEL_ENV}=openai:<model name on that server>"
+            )
+        return None
     return infer_model(spec, base_url=base_url)
+
+
+def env_base_url() -> str | None:
+    """`AGORA_MODEL_BASE_URL`, used for every model given as a string (the scaffold's comment promises it)."""
+    return os.environ.get(MODEL_BASE_URL_ENV, "").strip() or None

@@ -108,6 +108,8 @@ def create_engine_from_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
     options: dict[str, Any] = {"json_serializer": dumps_json, **kwargs}
     if target.get_backend_name() == "sqlite":
         in_memory = target.database in (None, "", ":memory:")
+        if not in_memory and target.database is not None and not target.database.startswith("file:"):
+            _make_parent_dir(target.database)
         if in_memory:
             options.setdefault("poolclass", StaticPool)
             options.setdefault("connect_args", {"check_same_thread": False})
@@ -117,6 +119,19 @@ def create_engine_from_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
     # No pre-ping on checkout (a round trip per transaction): a connection the server dropped fails its first
     # statement, SQLAlchemy invalidates it, and `retry_transient` runs the transaction again on a fresh one.
     return create_async_engine(target, **options)
+
+
+def _make_parent_dir(database: str) -> None:
+    """Create the directory of a SQLite file (`sqlite:///.agora/agent.db` on a fresh checkout)."""
+    from pathlib import Path
+
+    parent = Path(database).expanduser().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot create the directory {parent} for the SQLite database: {exc.strerror or exc}"
+        ) from exc
 
 
 def configure_sqlite(sync_engine: sa.Engine, *, wal: bool) -> None:
