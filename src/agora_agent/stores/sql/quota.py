@@ -14,6 +14,7 @@ retried after a lost commit reply finds its own row and grants nothing twice.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +38,6 @@ _KEY = (_c.scope == sa.bindparam("_scope"), _c.key == sa.bindparam("_key"), _c.p
 _COUNTER = sa.select(budget_counter).where(*_KEY)
 _DELETE_RESERVATION = sa.delete(budget_reservation).where(budget_reservation.c.id == sa.bindparam("_id"))
 _INSERT_RESERVATION = sa.insert(budget_reservation)
-_RESERVATION_EXISTS = sa.select(budget_reservation.c.id).where(budget_reservation.c.id == sa.bindparam("_id"))
 _SETTLE = (
     sa.update(budget_counter)
     .where(*_KEY)
@@ -98,6 +98,10 @@ def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: in
     amounts = {"_reserved_tokens": reservation.tokens, "_reserved_usd": reservation.usd, "_tokens": tokens, "_usd": usd}
     for scope, key in reservation.scopes:
         conn.execute(_SETTLE, {**_key(scope, key, reservation.period_key), **amounts})
+
+
+class _AlreadyGranted(Exception):
+    """The reservation row exists: a previous attempt of this very reserve committed."""
 
 
 class SqlQuotaStore:
@@ -178,8 +182,24 @@ class SqlQuotaStore:
             return reservation
 
         def grant(conn: sa.Connection) -> None:
-            if conn.execute(_RESERVATION_EXISTS, {"_id": reservation_id}).first() is not None:
-                return  # granted by an attempt whose commit reply was lost: never reserve twice
+            # The reservation row first: if an earlier attempt committed (its reply lost to a dropped
+            # connection), the insert conflicts before any counter moved, and the grant stands.
+            try:
+                conn.execute(
+                    _INSERT_RESERVATION,
+                    {
+                        "id": reservation_id,
+                        "scopes": [list(s) for s in reservation.scopes],
+                        "period": period_key,
+                        "tokens": tokens,
+                        "usd": usd,
+                        "created_at": now,
+                        "run_id": run_id,
+                        "expires_at": reservation.expires_at,
+                    },
+                )
+            except sa.exc.IntegrityError:
+                raise _AlreadyGranted from None
             for scope, key, limit_tokens, limit_usd in applicable:
                 counter = _key(scope, key, period_key)
                 conn.execute(self._upsert, counter)
@@ -194,21 +214,9 @@ class SqlQuotaStore:
                     row = _counter_row(conn, scope, key, period_key)
                     refusal = self._refusal(scope, key, limit_tokens, limit_usd, row)
                     raise refusal or QuotaExceededError(f"{scope} '{key}' has no budget headroom left")
-            conn.execute(
-                _INSERT_RESERVATION,
-                {
-                    "id": reservation_id,
-                    "scopes": [list(s) for s in reservation.scopes],
-                    "period": period_key,
-                    "tokens": tokens,
-                    "usd": usd,
-                    "created_at": now,
-                    "run_id": run_id,
-                    "expires_at": reservation.expires_at,
-                },
-            )
 
-        await self._units.run(grant, write=True)
+        with contextlib.suppress(_AlreadyGranted):
+            await self._units.run(grant, write=True)
         return reservation
 
     async def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
