@@ -462,6 +462,7 @@ class AgentService:
                 thread_id=new_thread_id,
             )
         run_id = uuid.uuid4().hex
+        await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns
         await self.store.record_run_start(
             RunRecord(
                 id=run_id,

@@ -152,10 +152,13 @@ class InlineRunner:
         self._events: dict[tuple[str, str], asyncio.Event] = {}
         self._requesters: dict[tuple[str, str], Actor] = {}  # fresh identity of a requester who decided
 
-    async def start(self, run: RunInput) -> str:
-        """Schedule the run and return its id at once."""
+    async def claim(self, run_id: str) -> None:
+        """Record this process as the run's owner (before its run row exists, so no crash leaves it unowned)."""
         if self.leases is not None and self.identity is not None:
-            await self.leases.claim_run(run.run_id, self.identity.id)  # owned by a live process from now on
+            await self.leases.claim_run(run_id, self.identity.id)
+
+    async def start(self, run: RunInput) -> str:
+        """Schedule the run and return its id at once (the caller claimed it with `claim`)."""
         await self.sink.open(run.run_id)  # create the buffer now so an early subscriber replays from frame 1
         task = asyncio.create_task(self._execute(run), name=f"agora-run-{run.run_id}")
         self._tasks[run.run_id] = task
