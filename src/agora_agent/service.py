@@ -462,7 +462,8 @@ class AgentService:
                 thread_id=new_thread_id,
             )
         run_id = uuid.uuid4().hex
-        await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns
+        if isinstance(runner, InlineRunner):
+            await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns
         await self.store.record_run_start(
             RunRecord(
                 id=run_id,
@@ -555,18 +556,20 @@ class AgentService:
         runner = self.runner
         lapsed = isinstance(runner, InlineRunner) and run.status == "running" and not runner.is_active(run_id)
         if lapsed and isinstance(runner, InlineRunner) and await runner.recover_lapsed(run_id=run_id):
-            # its process died: nobody would run it
+            # its process died: recovery closed its approvals (nobody would execute this call)
             run = await self.store.get_run(run_id) or run
-        if run.status != "running":
-            why = f": {run.error}" if run.error else ""
-            raise ConflictError(f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval))
+            approval = await self.store.get_approval(run_id, tool_call_id) or approval
         if approval.status == "pending" and approval.expired():
             approval, _ = await self.store.decide_approval(
                 run_id, tool_call_id, status="expired", decided_by=None, reason="approval expired"
             )
             await self.runner.signal(run_id, tool_call_id)
         if approval.status != "pending":
-            raise ConflictError(f"tool call already {approval.status}", detail=_standing(approval))
+            why = f" ({approval.reason})" if approval.reason else ""
+            raise ConflictError(f"tool call already {approval.status}{why}", detail=_standing(approval))
+        if run.status != "running":  # a pending approval of a run that ended: never a silent 200
+            why = f": {run.error}" if run.error else ""
+            raise ConflictError(f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval))
         if actor.id != approval.requested_by and not privileged:
             raise ForbiddenError("only the requester or a governance admin may decide this approval")
         if status == "approved" and approval.approver_roles and not set(actor.roles) & set(approval.approver_roles):

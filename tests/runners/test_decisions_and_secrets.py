@@ -60,11 +60,11 @@ async def test_cancel_closes_pending_approvals_and_a_late_approve_is_a_409() -> 
             json={"runId": started.run_id, "toolCallId": pending.tool_call_id},
             headers=ALICE,
         )
-        assert late.status_code == 409 and "run is cancelled" in late.json()["error"]
+        assert late.status_code == 409 and "the run was cancelled" in late.json()["error"]
         row = await service.store.get_tool_call(started.run_id, pending.tool_call_id)
         approval = await service.store.get_approval(started.run_id, pending.tool_call_id)
-        assert row is not None and (row.status, row.error) == ("rejected", "run cancelled")
-        assert approval is not None and approval.status == "rejected"
+        assert row is not None and (row.status, row.error) == ("expired", "the run was cancelled")
+        assert approval is not None and approval.status == "expired"
         assert (await client.get("/agent/approvals/mine", headers=ALICE)).json() == []
 
 

@@ -49,7 +49,7 @@ logger = logging.getLogger("agora_agent.runner")
 T = TypeVar("T")
 NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
 INTERRUPTED = "interrupted: the server stopped while this run was in flight"
-CANCELLED = "run cancelled"
+CANCELLED = "the run was cancelled"  # the durable runner's words too
 UNKNOWN_AFTER_CRASH = (
     "outcome unknown: the server stopped while this call was executing; it may or may not have taken effect"
 )
@@ -431,16 +431,16 @@ class InlineRunner:
         return changed
 
     async def _close_pending_approvals(self, run_id: str, reason: str) -> None:
-        """A cancelled run's parked calls are closed: the approval is `rejected` (a late approve is a 409)
+        """A cancelled run's parked calls are closed: the approval is `expired` (a late approve is a 409)
         and leaves `approvals/mine`; the audit row says why."""
         for call in await self.store.list_tool_calls(run_id=run_id):
             if call.status != "pending_approval":
                 continue
             approval, _ = await self.store.decide_approval(
-                run_id, call.id, status="rejected", decided_by=None, reason=reason
+                run_id, call.id, status="expired", decided_by=None, reason=reason
             )
             if approval.status != "approved":  # an approval that won the race keeps its word in the audit
-                await self.store.update_tool_call(run_id, call.id, ToolCallPatch(status="rejected", error=reason))
+                await self.store.update_tool_call(run_id, call.id, ToolCallPatch(status="expired", error=reason))
 
     async def wait(self, run_id: str, timeout: float | None = None) -> None:
         """Wait until the run's task has finished (no-op for unknown or finished runs)."""

@@ -190,7 +190,7 @@ async def test_a_live_process_recovers_a_dead_owners_run_without_a_restart(url: 
             assert run is not None and run.status == "failed"
             frames = await collect_frames(b, started.run_id, timeout=5)
             assert [e.code for e in frames.errors] == ["run_interrupted"]
-            with pytest.raises(ConflictError, match="run is failed: interrupted") as refused:
+            with pytest.raises(ConflictError, match="already expired \\(interrupted") as refused:
                 await b.approve(ALICE, started.run_id, pending.tool_call_id)
             assert refused.value.detail is not None and refused.value.detail["status"] == "expired"
             row = await b.store.get_tool_call(started.run_id, pending.tool_call_id)
