@@ -51,4 +51,5 @@ def test_bodies() -> None:
     assert json.loads(error_response(UnauthenticatedError("missing x-actor-id header"), debug=True).body) == {
         "error": "missing x-actor-id header"
     }
-    assert json.loads(error_response(StoreError("password=hunter2 rejected")).body) == {"error": "internal error"}
+    store_down = json.loads(error_response(StoreError("password=hunter2 rejected")).body)  # 503: retry, no detail
+    assert store_down == {"error": "the agent store is unavailable right now; try again shortly"}
