@@ -56,11 +56,17 @@ async def test_a_finished_run_replays_text_and_tool_frames_after_a_restart(tmp_p
 
 async def test_an_interrupted_run_replays_its_error(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'agent.db'}"
-    crashed = AgentService.from_config(AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url))
+    lease = {"run_lease_interval": 0.1, "run_lease_ttl": 0.3}
+    crashed = AgentService.from_config(AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url, **lease))
     await crashed.start()
     started = await crashed.chat(ALICE, "do it")
     await asyncio.wait_for(hang.wait(), 5)
-    async with AgentService.from_config(AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url)) as b:
+    assert crashed.lease_keeper is not None
+    await crashed.lease_keeper.stop(release=False)  # its heartbeat stops, as in a crash
+    await asyncio.sleep(0.4)
+    async with AgentService.from_config(
+        AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url, **lease)
+    ) as b:
         frames = [e.frame async for e in await b.subscribe(started.run_id)]
         assert isinstance(frames[1], ToolFrame) and frames[1].status == "failed"
         assert isinstance(frames[-1], ErrorFrame) and frames[-1].message.startswith("interrupted")

@@ -37,7 +37,7 @@ from agora_agent.loop import (
 from agora_agent.secrets import scrub_secrets
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
-from agora_agent.streaming.sink import SinkWriter, TokenSink
+from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter, TokenSink
 
 if TYPE_CHECKING:
     from agora_agent.governance.quota import QuotaStore
@@ -256,9 +256,12 @@ class InlineRunner:
         if self.quota is not None:
             await self.quota.release_run(record.id)
         ended = await store.record_run_end(record.id, status="failed", error=reason)
-        writer = await self.sink.open(record.id)
-        await writer.write(ErrorFrame(message=reason, code="run_interrupted"))
-        await writer.end()
+        # A shared sink (Redis), or this process's own buffer of the run, gets the error frame and its end;
+        # a re-attach elsewhere replays the stored transcript, which ends with the same error.
+        if not isinstance(self.sink, MemoryTokenSink) or await self.sink.has_stream(record.id):
+            writer = await self.sink.open(record.id)
+            await writer.write(ErrorFrame(message=reason, code="run_interrupted"))
+            await writer.end()
         return ended
 
     async def recover_interrupted(self, *, limit: int = 1000) -> int:

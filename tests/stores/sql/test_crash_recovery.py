@@ -189,7 +189,7 @@ async def test_a_live_process_recovers_a_dead_owners_run_without_a_restart(url: 
                 await asyncio.sleep(0.1)
             assert run is not None and run.status == "failed"
             frames = await collect_frames(b, started.run_id, timeout=5)
-            assert [e.code for e in frames.errors] == ["run_interrupted"]
+            assert len(frames.errors) == 1 and frames.errors[0].message.startswith("interrupted")  # then it ends
             with pytest.raises(ConflictError, match="already expired \\(interrupted") as refused:
                 await b.approve(ALICE, started.run_id, pending.tool_call_id)
             assert refused.value.detail is not None and refused.value.detail["status"] == "expired"
