@@ -71,3 +71,32 @@ async def test_an_interrupted_run_replays_its_error(tmp_path: Path) -> None:
         assert isinstance(frames[1], ToolFrame) and frames[1].status == "failed"
         assert isinstance(frames[-1], ErrorFrame) and frames[-1].message.startswith("interrupted")
     await crashed.close()
+
+
+async def test_components_come_back_after_a_restart_in_order_with_the_text(tmp_path: Path) -> None:
+    from agora_agent.genui import table
+    from agora_agent.streaming.frames import ComponentFrame
+
+    @tool(present=lambda output, ctx: table([output], title="Order"))
+    def lookup_shown(order: int) -> dict[str, object]:
+        """Look an order up and show it."""
+        return {"order": order, "status": "shipped"}
+
+    turns = sequence_script(
+        ScriptedTurn(text="Looking it up. ", tool_calls=[ToolCallRequest("lookup_shown", {"order": 7})]),
+        ScriptedTurn(text="It has shipped."),
+    )
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    config = AgentConfig(model=FakeModel(turns), tools=[lookup_shown], store=url)
+    async with AgentService.from_config(config) as a:
+        started = await a.chat(ALICE, "where is order 7?")
+        await a.wait_for_run(started.run_id, timeout=10)
+        live = [e.frame async for e in await a.subscribe(started.run_id)]
+    live_component = next(f for f in live if isinstance(f, ComponentFrame))
+    config = AgentConfig(model=FakeModel(turns), tools=[lookup_shown], store=url)
+    async with AgentService.from_config(config) as b:  # a new process: only the store remembers
+        frames = [e.frame async for e in await b.subscribe(started.run_id)]
+    assert [f.type for f in frames] == ["text", "tool", "component", "text"]
+    replayed = frames[2]
+    assert isinstance(replayed, ComponentFrame)
+    assert (replayed.name, replayed.data, replayed.id) == (live_component.name, live_component.data, live_component.id)

@@ -6,8 +6,9 @@ call's latest status with its input, output or error, and the run's error — in
 stream, and follows the run by polling the store while it is still running elsewhere.
 
 The frames are renumbered from 1 (a message's text is one frame, not its original deltas), so a
-`Last-Event-ID` from the lost stream cannot be mapped onto them; components are not stored, so they
-are not replayed. Durable runs do better: their journal keeps every frame with its id (docs/durable.md).
+`Last-Event-ID` from the lost stream cannot be mapped onto them. The components a successful tool call
+drew are stored with it and replayed right after its tool frame, in order, with their ids. Durable runs
+do better still: their journal keeps every frame with its id (docs/durable.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from agora_agent.stores.base import AgentStore, ToolCallRecord
-from agora_agent.streaming.frames import ErrorFrame, Frame, StreamEvent, TextFrame, ToolFrame, ToolFrameStatus
+from agora_agent.streaming.frames import (
+    ComponentFrame,
+    ErrorFrame,
+    Frame,
+    StreamEvent,
+    TextFrame,
+    ToolFrame,
+    ToolFrameStatus,
+)
 
 __all__ = ["follow_transcript", "transcript_frames"]
 
@@ -61,6 +70,9 @@ async def transcript_frames(store: AgentStore, run_id: str) -> tuple[list[Frame]
             row = rows.get(call.id)
             if row is not None:
                 frames.append(_tool_frame(row))
+                frames.extend(
+                    ComponentFrame(name=c["name"], data=c.get("data"), id=c.get("id")) for c in row.components or ()
+                )
     if run.status == "failed" and run.error:
         frames.append(ErrorFrame(message=run.error, code="run_failed"))
     return frames, run.status == "running"
