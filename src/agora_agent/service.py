@@ -46,6 +46,7 @@ from agora_agent.observability.telemetry import Telemetry
 from agora_agent.rag.inject import InjectRetrieval
 from agora_agent.runners.base import Runner, StreamingRunner
 from agora_agent.runners.inline import InlineRunner
+from agora_agent.stores.attachments import ReadableAttachmentStore
 from agora_agent.stores.base import (
     AgentStore,
     ApprovalRecord,
@@ -274,6 +275,29 @@ class AgentService:
         await runner.launch()
         return runner
 
+    async def _own_attachments(self, actor: Actor, attachments: Sequence[Attachment]) -> list[Attachment]:
+        """A chat's attachments as the staging store recorded them: each must have been uploaded by `actor`
+        (422 otherwise — an unknown id and someone else's read the same); the client's url, type and name
+        are replaced by the stored ones, so `file://`, metadata-service and foreign URLs never reach a model."""
+        if not attachments:
+            return []
+        staging = self.config.attachment_staging
+        if not isinstance(staging, ReadableAttachmentStore):
+            raise InvalidRequestError(
+                "attachments must be uploaded first (POST /attachments): this agent has no staging store to check them"
+            )
+        owned: list[Attachment] = []
+        for attachment in attachments:
+            record = await staging.get(attachment.media_id)
+            if record is None or record.actor_id != actor.id or not record.url:
+                raise InvalidRequestError(f'attachment "{attachment.media_id[:80]}" is not one of your uploads')
+            stored = Attachment(
+                media_id=record.media_id, url=record.url, content_type=record.content_type, name=record.filename
+            )
+            check_supported(stored)  # 422 now rather than a failed run later
+            owned.append(stored)
+        return owned
+
     def _bind_attachment_store(self) -> None:
         """A filesystem staging store serves files from our route and keeps metadata in our SQL database."""
         from agora_agent.stores.attachments import FilesystemAttachmentStore
@@ -439,8 +463,7 @@ class AgentService:
         if persona is not None and definition.persona(persona) is None:
             known = ", ".join(p.id for p in definition.personas) or "none"
             raise InvalidRequestError(f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})')
-        for attachment in attachments:
-            check_supported(attachment)  # 422 now rather than a failed run later
+        attachments = await self._own_attachments(actor, attachments)
         runner = self.runner
         day = utc_day()
         if self.quota is not None:  # before anything is stored: a refused chat leaves no trace

@@ -15,7 +15,6 @@ from test_adapter_loop import CASES
 
 from agora_agent import Actor, AgentConfig, AgentService
 from agora_agent.errors import InvalidRequestError
-from agora_agent.messages import Attachment
 from agora_agent.stores.attachments import FilesystemAttachmentStore
 
 ALICE = Actor("alice", roles=("member",))
@@ -72,9 +71,10 @@ async def test_image_pdf_and_text_arrive_as_native_parts(
 async def test_an_unsupported_type_is_refused_before_the_model_is_called(
     setup: tuple[str, AgentService, FilesystemAttachmentStore], fake_server: FakeProviderServer
 ) -> None:
-    _, service, _ = setup
-    zip_file = Attachment(
-        media_id="x", url="data:application/zip;base64,UEsDBA==", content_type="application/zip", name="a.zip"
+    _, service, store = setup
+    zipped = b"PK\x03\x04" + b"\x00" * 30
+    zip_file = await store.stage(
+        data=zipped, filename="a.zip", content_type="application/zip", size_bytes=len(zipped), actor=ALICE
     )
     with pytest.raises(InvalidRequestError, match="application/zip"):
         await service.chat(ALICE, "open this", attachments=[zip_file])

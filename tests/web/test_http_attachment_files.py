@@ -71,3 +71,33 @@ async def test_sqlite_deployments_get_uploads_that_survive_a_restart(tmp_path: P
         got = await client.get(staged["url"], headers=ALICE)
         assert got.status_code == 200 and got.content == PNG
         assert (await client.get(staged["url"], headers=BOB)).status_code == 404
+
+
+async def test_chat_attachments_must_be_the_callers_own_uploads(tmp_path: Path) -> None:
+    store = FilesystemAttachmentStore(tmp_path)
+    async with asgi_client(make_config(attachment_staging=store)) as (client, service):
+        staged = (await upload(client, "cat.png", PNG, "image/png", ALICE)).json()
+        forged = [
+            {**staged, "mediaId": "att_" + "0" * 32},  # unknown
+            {"mediaId": "x", "url": "file:///etc/passwd", "contentType": "text/plain", "name": "passwd"},
+            {
+                "mediaId": "y",
+                "url": "http://169.254.169.254/latest/meta-data/",
+                "contentType": "image/png",
+                "name": "m",
+            },
+        ]
+        for attachment in forged:
+            r = await client.post("/agent/chat", json={"message": "look", "attachments": [attachment]}, headers=ALICE)
+            assert r.status_code == 422 and "not one of your uploads" in r.json()["error"]
+        r = await client.post("/agent/chat", json={"message": "look", "attachments": [staged]}, headers=BOB)
+        assert r.status_code == 422  # alice's upload is not bob's to send
+        tampered = {**staged, "url": "http://169.254.169.254/x", "contentType": "text/plain", "name": "evil"}
+        r = await client.post("/agent/chat", json={"message": "look", "attachments": [tampered]}, headers=ALICE)
+        assert r.status_code == 200
+        await service.wait_for_run(r.headers["x-agent-run-id"])
+        detail = (await client.get(f"/agent/threads/{r.headers['x-agent-thread-id']}", headers=ALICE)).json()
+        assert detail["messages"][0]["attachments"] == [staged]  # the stored record, not the client's claims
+    async with asgi_client(make_config()) as (client, _):  # no staging store: nothing to check them against
+        r = await client.post("/agent/chat", json={"message": "look", "attachments": [staged]}, headers=ALICE)
+        assert r.status_code == 422 and "uploaded first" in r.json()["error"]

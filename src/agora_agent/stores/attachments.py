@@ -19,7 +19,7 @@ import asyncio
 import base64
 import hashlib
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -60,6 +60,7 @@ class StagedFile:
     tenant_ref: str | None = None
     sha256: str | None = None
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    url: str = ""  # where the staged file is read from (the attachment's url), as the store gives it
 
 
 @runtime_checkable
@@ -105,6 +106,7 @@ class MemoryAttachmentStore:
         self, *, data: bytes, filename: str, content_type: str, size_bytes: int, actor: Actor
     ) -> Attachment:
         media_id = f"media-{len(self.staged) + 1}"
+        url = f"data:{content_type};base64,{base64.b64encode(data).decode()}"
         self.staged.append(
             StagedFile(
                 media_id=media_id,
@@ -113,10 +115,10 @@ class MemoryAttachmentStore:
                 size_bytes=size_bytes,
                 actor_id=actor.id,
                 tenant_ref=actor.tenant_ref,
+                url=url,
             )
         )
         self._data[media_id] = data
-        url = f"data:{content_type};base64,{base64.b64encode(data).decode()}"
         return Attachment(media_id=media_id, url=url, content_type=content_type, name=filename)
 
     async def get(self, media_id: str) -> StagedFile | None:
@@ -177,7 +179,8 @@ class FilesystemAttachmentStore:
         )
 
     async def get(self, media_id: str) -> StagedFile | None:
-        return await self.index.get(media_id)
+        record = await self.index.get(media_id)
+        return None if record is None else replace(record, url=f"{self.url_prefix}/{record.media_id}")
 
     async def read(self, media_id: str) -> bytes:
         path = self._path(media_id)
