@@ -33,6 +33,7 @@ from agora_agent import Actor, AgentConfig, AgentService, tool
 from agora_agent.messages import ModelRequest
 from agora_agent.runners.durable import DurableConfig
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+from agora_agent.testing.helpers import OBSERVER
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTOR = Actor("bench", roles=("user",))
@@ -109,7 +110,7 @@ async def per_step(store: str, durable: bool, runs: int, steps: int) -> list[flo
         for i in range(runs + 2):
             t0 = time.perf_counter()
             started = await service.chat(ACTOR, "add things")
-            await service.wait_for_run(started.run_id, timeout=60)
+            await service.wait_for_run(OBSERVER, started.run_id, timeout=60)
             if i >= 2:  # two warm-up runs
                 out.append((time.perf_counter() - t0) * 1000 / steps)
     return out
@@ -132,7 +133,7 @@ async def parked(store: str, count: int) -> tuple[float, float, float]:
         await asyncio.sleep(10)
         idle = (cpu_seconds() - cpu0) / (time.perf_counter() - wall0) * 100
         for run_id in ids:
-            await service.cancel(run_id)
+            await service.cancel(OBSERVER, run_id)
     return (after - before) / count, idle, took
 
 

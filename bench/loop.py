@@ -40,6 +40,7 @@ from pydantic import BaseModel
 from agora_agent import Actor, AgentConfig, AgentService, Budget, tool
 from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from agora_agent.stores.base import AgentStore, ToolCallRecord
+from agora_agent.testing.helpers import OBSERVER
 
 ACTOR = Actor("bench", roles=("user",))
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
@@ -117,7 +118,7 @@ class Ours:
 
     async def run(self, thread_id: str | None = None) -> None:
         started = await self.service.chat(ACTOR, "add things", thread_id=thread_id)
-        run = await self.service.wait_for_run(started.run_id)
+        run = await self.service.wait_for_run(OBSERVER, started.run_id)
         assert run.status == "completed", run
 
 

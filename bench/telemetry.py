@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agora_agent import Actor, AgentConfig, AgentService, tool
 from agora_agent.messages import ModelRequest
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+from agora_agent.testing.helpers import OBSERVER
 
 ACTOR = Actor("bench", roles=("user",))
 
@@ -61,7 +62,7 @@ async def timed(service: AgentService, runs: int) -> float:
     started = time.perf_counter()
     for _ in range(runs):
         chat = await service.chat(ACTOR, "go")
-        await service.wait_for_run(chat.run_id)
+        await service.wait_for_run(OBSERVER, chat.run_id)
     return (time.perf_counter() - started) / runs
 
 

@@ -11,9 +11,9 @@ from agora_agent.actors import (
     CallableActorResolver,
     HeaderActorResolver,
     UnconfiguredActorResolver,
-    resolve_actor,
 )
 from agora_agent.errors import UnauthenticatedError
+from agora_agent.web.access import authenticate
 
 
 def request(headers: dict[str, str] | None = None) -> Request:
@@ -91,12 +91,14 @@ async def test_callable_resolver_refuses_a_non_actor() -> None:
 async def test_none_from_a_resolver_is_unauthenticated() -> None:
     resolver = CallableActorResolver(lambda r: None)
     assert await resolver.resolve(request()) is None
-    with pytest.raises(UnauthenticatedError, match="unauthorized"):
-        await resolve_actor(resolver, request())
-    assert await resolve_actor(HeaderActorResolver(), request({"x-actor-id": "u1"})) == Actor("u1")
+    with pytest.raises(UnauthenticatedError):
+        await authenticate(resolver, request())
+    assert await authenticate(HeaderActorResolver(), request({"x-actor-id": "u1"})) == Actor("u1")
 
 
 @pytest.mark.ref("ACT-07")
-async def test_resolver_errors_propagate_through_resolve_actor() -> None:
-    with pytest.raises(UnauthenticatedError, match="missing x-actor-id header"):
-        await resolve_actor(HeaderActorResolver(), request())
+async def test_resolver_errors_become_unauthenticated() -> None:
+    with pytest.raises(UnauthenticatedError):
+        await authenticate(HeaderActorResolver(), request())
+    with pytest.raises(UnauthenticatedError):
+        await authenticate(CallableActorResolver(lambda r: 1 / 0), request())  # type: ignore[arg-type,return-value]

@@ -29,7 +29,7 @@ from agora_agent.errors import (
     ToolNotFoundError,
     UnauthenticatedError,
 )
-from agora_agent.governance.gate import evaluate_governance_gate
+from agora_agent.governance.gate import Caller, GovernanceScope, evaluate_governance_gate
 from agora_agent.governance.ownership import evaluate_ownership
 from agora_agent.governance.policy import AbilityPolicy, ClosedRolesPolicy, DefaultRolesPolicy
 from agora_agent.governance.pricing import ModelPrice, estimate_cost
@@ -55,6 +55,7 @@ __all__ = [
     "BaseTool",
     "Budget",
     "CallableActorResolver",
+    "Caller",
     "ChatStarted",
     "ClosedRolesPolicy",
     "ConfigurationError",
@@ -63,6 +64,7 @@ __all__ = [
     "DefaultRolesPolicy",
     "Delegation",
     "ForbiddenError",
+    "GovernanceScope",
     "HeaderActorResolver",
     "InvalidRequestError",
     "ModelError",

@@ -105,11 +105,3 @@ class CallableActorResolver:
         if result is not None and not isinstance(result, Actor):
             raise TypeError(f"actor resolver returned {type(result).__name__}, expected Actor or None")
         return result
-
-
-async def resolve_actor(resolver: ActorResolver, request: Request) -> Actor:
-    """Run a resolver; None counts as unauthenticated (ACT-07)."""
-    actor = await resolver.resolve(request)
-    if actor is None:
-        raise UnauthenticatedError("unauthorized")
-    return actor

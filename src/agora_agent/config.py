@@ -26,14 +26,16 @@ from agora_agent.tools.spec import RolesPolicy
 if TYPE_CHECKING:
     from agora_agent.genui.components import ComponentRegistry
     from agora_agent.genui.present import PresentationErrorHandler
+    from agora_agent.governance.gate import GovernanceScope
     from agora_agent.mcp.config import MCPServer
     from agora_agent.media.download import SafeDownloader
     from agora_agent.observability.events import EventHandler
 
 __all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
 
-GovernanceAuthorize = Callable[[Actor, Any], "bool | Awaitable[bool]"]
-"""`(actor, request) -> bool`: the one predicate behind governance routes, the dashboard and privilege."""
+GovernanceAuthorize = Callable[[Actor, Any], "bool | GovernanceScope | Awaitable[bool | GovernanceScope]"]
+"""`(actor, request) -> True | False | GovernanceScope`: the one predicate behind the governance routes, the
+dashboard and privilege over other actors' runs and threads (a `GovernanceScope` limits it to tenants)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,7 +82,8 @@ class AgentConfig:
     - `budget` (or a ready `quota` store) turns on budgets; `pricing` and `governance_queries`
       default to the twin of the store (None) and can be switched off with False.
     - `governance_authorize` gates the governance routes, the dashboard and privileged access to
-      other actors' runs and threads; without it nobody is privileged.
+      other actors' runs and threads: True = a global admin, a `GovernanceScope(tenants=...)` = a tenant
+      admin (every query, the inbox and decisions limited to those tenants); without it nobody is privileged.
     - `actor_resolver` is the only source of identity; the default refuses every request.
     - `recover_interrupted_runs`: close runs whose process died (run `failed`, calls that had started
       or were approved `unknown_after_crash`, pending approvals `expired`, reservations released).

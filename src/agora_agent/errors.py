@@ -10,7 +10,6 @@
     │   └── ToolExecutionError      the tool raised (wraps the cause)
     ├── RunError                    a run cannot start or go on
     │   ├── QuotaExceededError      a budget would be exceeded (HTTP 429 at chat start)
-    │   ├── RunCancelledError       the run was cancelled
     │   └── ModelError              the model provider failed (adapters translate vendor errors into it)
     ├── RequestError                something a caller sent is wrong (mapped to 4xx by the web layer)
     │   ├── UnauthenticatedError    no identity (401)
@@ -38,7 +37,6 @@ __all__ = [
     "NotFoundError",
     "QuotaExceededError",
     "RequestError",
-    "RunCancelledError",
     "RunError",
     "StoreError",
     "ToolDisabledError",
@@ -120,10 +118,6 @@ class QuotaExceededError(RunError):
     def __init__(self, message: str = "Daily token quota exceeded", *, detail: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.detail = detail or {}
-
-
-class RunCancelledError(RunError):
-    """The run was cancelled by a caller."""
 
 
 class ModelError(RunError):

@@ -1,18 +1,18 @@
 """`AgentService`: the runtime facade — chat, stream, approve, reject, cancel, threads, quota.
 
-No HTTP and no identity lookup here (REFERENCE ARCH-16): callers pass an already-resolved `Actor`.
-Ownership of runs and threads is checked by the caller (the web layer) with `run_owner` /
-`thread_owner` and `evaluate_ownership`; the service enforces what only it can: approval rules.
+No HTTP and no identity lookup here: callers pass an already-resolved `Actor` (or a `Caller`: the actor
+plus the request the governance gate may look at, or an explicit grant). Every method that takes a run or
+thread id takes the caller first and decides itself: unknown -> NotFoundError, someone else's without a
+grant covering it -> ForbiddenError. A Python caller gets the same protection as an HTTP caller.
 
     async with AgentService.from_config(config) as service:
         started = await service.chat(actor, "refund order 1001")
-        async for event in await service.subscribe(started.run_id):
+        async for event in await service.subscribe(actor, started.run_id):
             ...
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -34,6 +34,8 @@ from agora_agent.errors import (
 )
 from agora_agent.genui.components import ComponentRegistry
 from agora_agent.governance.audit import AuditLog, MemoryAuditLog
+from agora_agent.governance.gate import Caller, Grant
+from agora_agent.governance.ownership import OwnershipDecision, evaluate_ownership
 from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
 from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
@@ -76,7 +78,7 @@ logger = logging.getLogger("agora_agent")
 
 @dataclass(frozen=True, slots=True)
 class ChatStarted:
-    """A run was accepted: follow it with `await service.subscribe(run_id)`."""
+    """A run was accepted: follow it with `await service.subscribe(actor, run_id)`."""
 
     run_id: str
     thread_id: str
@@ -437,7 +439,7 @@ class AgentService:
 
     async def chat(
         self,
-        actor: Actor,
+        caller: Actor | Caller,
         message: str,
         *,
         thread_id: str | None = None,
@@ -454,12 +456,15 @@ class AgentService:
         end that names its chats maps them onto ours; an existing id -> ConflictError).
 
         Raises InvalidRequestError (empty message, unknown persona), NotFoundError (unknown agent or
-        thread) and QuotaExceededError (no budget left: refuse before any stream opens).
-        Thread ownership is the caller's check (`thread_owner`).
+        thread), ForbiddenError (a thread that is not the caller's and no grant covers) and
+        QuotaExceededError (no budget left: refuse before any stream opens).
         """
+        who = Caller.of(caller)
+        actor = who.actor
         if not isinstance(message, str) or not message.strip():
             raise InvalidRequestError("message must be a non-empty string")
         definition = self.agent(agent)
+        thread = await self._owned_thread(who, thread_id) if thread_id is not None else None
         if persona is not None and definition.persona(persona) is None:
             known = ", ".join(p.id for p in definition.personas) or "none"
             raise InvalidRequestError(f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})')
@@ -472,11 +477,7 @@ class AgentService:
             except QuotaExceededError as exc:
                 await self.telemetry.quota_refused(actor, exc, thread_id=thread_id)
                 raise
-        if thread_id is not None:
-            thread = await self.store.get_thread(thread_id)
-            if thread is None:
-                raise NotFoundError("thread not found")
-        else:
+        if thread is None:
             chosen = definition.persona(persona)
             thread = await self.store.create_thread(
                 actor_ref=actor.id,
@@ -515,18 +516,19 @@ class AgentService:
         )
         return ChatStarted(run_id=run_id, thread_id=thread.id)
 
-    async def subscribe(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
+    async def subscribe(
+        self, caller: Actor | Caller, run_id: str, *, after: int | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """The run's frames after id `after` (all when None), then live ones until the run ends.
 
-            async for event in await service.subscribe(run_id):
+            async for event in await service.subscribe(actor, run_id):
                 ...
 
-        Awaiting it checks the run first, so NotFoundError (unknown run) is raised before any frame.
-        A run whose frames this process does not hold replays its stored transcript (streaming/transcript.py).
+        Awaiting it checks the run first, so NotFoundError (unknown run) and ForbiddenError (not the
+        caller's) are raised before any frame. A run whose frames this process does not hold replays its
+        stored transcript (streaming/transcript.py).
         """
-        run = await self.store.get_run(run_id)
-        if run is None:
-            raise NotFoundError("run not found")
+        run = await self._owned_run(Caller.of(caller), run_id)
         runner = self.runner
         if isinstance(runner, InlineRunner) and run.status == "running" and not runner.is_active(run_id):
             await runner.recover_lapsed(run_id=run_id)  # a dead owner's run ends with an error frame
@@ -539,37 +541,33 @@ class AgentService:
 
     # -- approvals ---------------------------------------------------------------------------------
 
-    async def approve(
-        self, actor: Actor, run_id: str, tool_call_id: str, *, privileged: bool = False
-    ) -> ApprovalRecord:
+    async def approve(self, caller: Actor | Caller, run_id: str, tool_call_id: str) -> ApprovalRecord:
         """Approve a pending action. See `_decide` for the rules and errors."""
-        return await self._decide(actor, run_id, tool_call_id, "approved", None, privileged)
+        return await self._decide(Caller.of(caller), run_id, tool_call_id, "approved", None)
 
     async def reject(
-        self, actor: Actor, run_id: str, tool_call_id: str, *, reason: str | None = None, privileged: bool = False
+        self, caller: Actor | Caller, run_id: str, tool_call_id: str, *, reason: str | None = None
     ) -> ApprovalRecord:
         """Reject a pending action; `reason` reaches the model."""
-        return await self._decide(actor, run_id, tool_call_id, "rejected", reason, privileged)
+        return await self._decide(Caller.of(caller), run_id, tool_call_id, "rejected", reason)
 
     async def _decide(
         self,
-        actor: Actor,
+        caller: Caller,
         run_id: str,
         tool_call_id: str,
         status: Literal["approved", "rejected"],
         reason: str | None,
-        privileged: bool,
     ) -> ApprovalRecord:
         """Server-authoritative decision (DESIGN §3).
 
         NotFoundError: unknown run, or no approval for that tool call in that run.
+        ForbiddenError: not the requester's run and no grant covering it, or approving without one of the
+        tool's `approver_roles` (which, when set, binds the requester too — four eyes).
         ConflictError: already decided or expired (`detail` carries the standing decision).
-        ForbiddenError: someone other than the requester without privilege, or approving without one
-        of the tool's `approver_roles` (which, when set, binds the requester too — four eyes).
         """
-        run = await self.store.get_run(run_id)
-        if run is None:
-            raise NotFoundError("run not found")
+        actor = caller.actor
+        run = await self._owned_run(caller, run_id)
         approval = await self.store.get_approval(run_id, tool_call_id)
         if approval is None:
             call = await self.store.get_tool_call(run_id, tool_call_id)
@@ -593,8 +591,6 @@ class AgentService:
         if run.status != "running":  # a pending approval of a run that ended: never a silent 200
             why = f": {run.error}" if run.error else ""
             raise ConflictError(f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval))
-        if actor.id != approval.requested_by and not privileged:
-            raise ForbiddenError("only the requester or a governance admin may decide this approval")
         if status == "approved" and approval.approver_roles and not set(actor.roles) & set(approval.approver_roles):
             raise ForbiddenError(
                 f'approving "{approval.tool_name}" needs one of the roles: {", ".join(approval.approver_roles)}'
@@ -629,23 +625,50 @@ class AgentService:
             checks["durable"] = bool(await ready()) if callable(ready) else False
         return checks
 
-    async def pending_approvals(self, actor_ref: str | None = None, *, limit: int = 50) -> list[ApprovalRecord]:
-        """Pending approvals, oldest first, optionally for one requester."""
-        return await self.store.list_pending_approvals(actor_ref=actor_ref, limit=limit)
+    async def pending_approvals(
+        self, caller: Actor | Caller, *, actor_ref: str | None = None, limit: int = 50
+    ) -> list[ApprovalRecord]:
+        """Pending approvals the caller may decide, oldest first: their own; with a grant, everyone's
+        (a `GovernanceScope`: inside its tenants), or one requester's with `actor_ref`.
 
-    async def cancel(self, run_id: str) -> bool:
-        """Cancel a run: its model call or tool is cancelled, it ends `cancelled`, its stream ends."""
+        ForbiddenError: `actor_ref` names someone else and the caller has no grant.
+        """
+        who = Caller.of(caller)
+        grant = await self.grant(who)
+        if grant is False:
+            if actor_ref not in (None, who.actor.id):
+                raise ForbiddenError("forbidden")
+            return await self.store.list_pending_approvals(actor_ref=who.actor.id, limit=limit)
+        if grant is True:
+            return await self.store.list_pending_approvals(actor_ref=actor_ref, limit=limit)
+        # A tenant scope: the store lists by requester only, so filter by each run's stored tenant.
+        rows = await self.store.list_pending_approvals(actor_ref=actor_ref, limit=max(limit, 500))
+        tenants: dict[str, str | None] = {}
+        for row in rows:
+            if row.run_id not in tenants:
+                run = await self.store.get_run(row.run_id)
+                tenants[row.run_id] = run.tenant_ref if run is not None else None
+        mine = [r for r in rows if r.requested_by == who.actor.id or grant.covers(tenants[r.run_id])]
+        return mine[:limit]
+
+    async def cancel(self, caller: Actor | Caller, run_id: str) -> bool:
+        """Cancel a run: its model call or tool is cancelled, it ends `cancelled`, its stream ends.
+        NotFoundError / ForbiddenError as for `get_run`."""
+        await self._owned_run(Caller.of(caller), run_id)
         return await self.runner.cancel(run_id)
 
     # -- threads, runs, quota ----------------------------------------------------------------------
 
-    async def list_threads(self, actor: Actor, *, limit: int = 50) -> list[ThreadSummary]:
-        return await self.store.list_threads(actor.id, limit=limit)
+    async def list_threads(self, caller: Actor | Caller, *, limit: int = 50) -> list[ThreadSummary]:
+        """The caller's own threads, newest activity first."""
+        return await self.store.list_threads(Caller.of(caller).actor.id, limit=limit)
 
-    async def get_thread(self, thread_id: str) -> ThreadDetail | None:
-        thread = await self.store.get_thread(thread_id)
-        if thread is None:
-            return None
+    async def get_thread(self, caller: Actor | Caller, thread_id: str) -> ThreadDetail:
+        """The thread with its messages, tool calls and runs.
+
+        NotFoundError: unknown (or deleted). ForbiddenError: someone else's and no grant covers it.
+        """
+        thread = await self._owned_thread(Caller.of(caller), thread_id)
         messages = await self.store.list_messages(thread_id)
         calls = await self.store.list_tool_calls(thread_id=thread_id)
         preview = messages[-1].content[:120] if messages else None
@@ -653,26 +676,37 @@ class AgentService:
         runs = [r for r in [await self.store.get_run(rid) for rid in run_ids[-50:]] if r is not None]
         return ThreadDetail(thread=thread, messages=messages, tool_calls=calls, last_message_preview=preview, runs=runs)
 
-    async def rename_thread(self, thread_id: str, title: str) -> None:
-        """Give the thread a title of 1-200 characters (InvalidRequestError otherwise; NotFoundError)."""
+    async def thread_record(self, caller: Actor | Caller, thread_id: str) -> ThreadRecord:
+        """The thread's stored record without its messages. NotFoundError / ForbiddenError as for `get_thread`."""
+        return await self._owned_thread(Caller.of(caller), thread_id)
+
+    async def rename_thread(self, caller: Actor | Caller, thread_id: str, title: str) -> None:
+        """Give the thread a title of 1-200 characters (InvalidRequestError otherwise).
+        NotFoundError / ForbiddenError as for `get_thread`."""
+        await self._owned_thread(Caller.of(caller), thread_id)
         title = title.strip() if isinstance(title, str) else ""
         if not title or len(title) > 200:
             raise InvalidRequestError("title must be 1 to 200 characters")
-        if await self.store.get_thread(thread_id) is None:
-            raise NotFoundError("thread not found")
         await self.store.set_title(thread_id, title)
 
-    async def delete_thread(self, thread_id: str) -> None:
+    async def delete_thread(self, caller: Actor | Caller, thread_id: str) -> None:
+        """Soft-delete the thread; afterwards it is not found for everyone.
+        NotFoundError / ForbiddenError as for `get_thread`."""
+        await self._owned_thread(Caller.of(caller), thread_id)
         if not await self.store.soft_delete_thread(thread_id):
             raise NotFoundError("thread not found")
 
-    async def fork_thread(self, thread_id: str, message_id: str) -> ThreadSummary:
+    async def fork_thread(self, caller: Actor | Caller, thread_id: str, message_id: str) -> ThreadSummary:
+        """A new thread holding the messages up to and including `message_id`.
+        NotFoundError / ForbiddenError as for `get_thread`."""
+        await self._owned_thread(Caller.of(caller), thread_id)
         thread = await self.store.fork_thread(thread_id, message_id)
         messages = await self.store.list_messages(thread.id)
         return ThreadSummary(thread=thread, last_message_preview=messages[-1].content[:120] if messages else None)
 
-    async def quota_today(self, actor: Actor) -> QuotaToday:
-        """Tokens the actor used today from the usage ledger (HTTP-12), plus budget limits when set."""
+    async def quota_today(self, caller: Actor | Caller) -> QuotaToday:
+        """Tokens the caller used today from the usage ledger, plus budget limits when set."""
+        actor = Caller.of(caller).actor
         day = utc_day()
         start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
         end = start + timedelta(days=1) - timedelta(microseconds=1)
@@ -688,35 +722,62 @@ class AgentService:
             limit_usd=usage.limit_usd,
         )
 
-    async def run_owner(self, run_id: str) -> str | None:
-        return await self.store.run_owner(run_id)
+    async def get_run(self, caller: Actor | Caller, run_id: str) -> RunRecord:
+        """The stored run. NotFoundError: unknown. ForbiddenError: someone else's and no grant covers it."""
+        return await self._owned_run(Caller.of(caller), run_id)
 
-    async def thread_owner(self, thread_id: str) -> str | None:
-        return await self.store.thread_owner(thread_id)
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        return await self.store.get_run(run_id)
-
-    async def wait_for_run(self, run_id: str, *, timeout: float = 30) -> RunRecord:
-        """Wait until the run's task finishes in this process; returns the stored run."""
+    async def wait_for_run(self, caller: Actor | Caller, run_id: str, *, timeout: float = 30) -> RunRecord:
+        """Wait until the run's task finishes in this process; returns the stored run.
+        NotFoundError / ForbiddenError as for `get_run`."""
+        who = Caller.of(caller)
+        await self._owned_run(who, run_id)
         await self.runner.wait(run_id, timeout)
+        return await self._owned_run(who, run_id)
+
+    # -- the governance gate and ownership ---------------------------------------------------------
+
+    async def grant(self, caller: Actor | Caller) -> Grant:
+        """What `governance_authorize` grants the caller: True (global), a `GovernanceScope` (some
+        tenants) or False (a refusal, a raise, or no predicate configured). Asked once per `Caller`."""
+        return (await Caller.of(caller).decision(self.config.governance_authorize)).grant
+
+    async def governance_grant(self, caller: Actor | Caller) -> Grant:
+        """The grant of a caller of the governance views; ForbiddenError when the gate refuses (its
+        message is the predicate's error only with `debug`, else "forbidden")."""
+        decision = await Caller.of(caller).decision(self.config.governance_authorize)
+        if not decision.ok:
+            raise ForbiddenError(decision.reason if self.config.debug and decision.reason else "forbidden")
+        return decision.grant
+
+    async def global_grant(self, caller: Actor | Caller) -> None:
+        """Refuse (ForbiddenError) a caller whose grant is not global: operations that are not any one
+        tenant's (prices) need a global admin."""
+        if await self.governance_grant(caller) is not True:
+            raise ForbiddenError("this operation needs a global governance grant, not a tenant scope")
+
+    async def _ownership(self, caller: Caller, owner_ref: str, tenant_ref: str | None) -> OwnershipDecision:
+        """The ownership verdict for an existing row; the gate is asked only when the caller is not the owner."""
+        if owner_ref == caller.actor.id:
+            return evaluate_ownership(caller.actor.id, owner_ref, False)
+        return evaluate_ownership(caller.actor.id, owner_ref, await self.grant(caller), tenant_ref=tenant_ref)
+
+    async def _owned_run(self, caller: Caller, run_id: str) -> RunRecord:
+        """The run if the caller may touch it: NotFoundError (unknown) / ForbiddenError (not covered)."""
         run = await self.store.get_run(run_id)
         if run is None:
             raise NotFoundError("run not found")
+        if not (await self._ownership(caller, run.actor_ref, run.tenant_ref)).ok:
+            raise ForbiddenError("forbidden")
         return run
 
-    async def is_privileged(self, actor: Actor, request: Any = None) -> bool:
-        """True only when `governance_authorize` is configured and passes (OWN-03); never raises."""
-        authorize = self.config.governance_authorize
-        if authorize is None:
-            return False
-        try:
-            result = authorize(actor, request)
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception:
-            return False
-        return bool(result)
+    async def _owned_thread(self, caller: Caller, thread_id: str) -> ThreadRecord:
+        """The thread if the caller may touch it: NotFoundError (unknown, deleted) / ForbiddenError."""
+        thread = await self.store.get_thread(thread_id)
+        if thread is None:
+            raise NotFoundError("thread not found")
+        if not (await self._ownership(caller, thread.actor_ref, thread.tenant_ref)).ok:
+            raise ForbiddenError("forbidden")
+        return thread
 
 
 def _standing(approval: ApprovalRecord) -> dict[str, Any]:

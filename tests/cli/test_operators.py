@@ -10,6 +10,7 @@ import pytest
 from agora_agent import AgentDefinition
 from agora_agent.cli import main
 from agora_agent.testing import FakeModel, wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web import create_app
 from tests.observability.conftest import serve, web_config
 from tests.observability.test_events import ALICE, QuickRefund, Refund, lookup, script
@@ -41,7 +42,7 @@ async def test_operators_list_inspect_and_decide_through_the_governance_api(caps
 
         assert await cli("approvals", "approve", started.run_id, "c-act", "--server", base, *ADMIN_ARGS) == 0
         assert "approved" in capsys.readouterr().out
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
 
         assert await cli("runs", "list", "--server", base, *ADMIN_ARGS, "--status", "completed") == 0
         out = capsys.readouterr().out

@@ -14,6 +14,7 @@ from agora_agent.demo.app import DemoSetup, build_demo
 from agora_agent.demo.helpcentre import ACME_ESCALATION_CODE, GLOBEX_PRIVATE
 from agora_agent.demo.users import DEMO_USERS
 from agora_agent.testing import collect_frames
+from agora_agent.testing.helpers import OBSERVER
 
 USERS = {u.id: u.actor() for u in DEMO_USERS}
 
@@ -32,9 +33,9 @@ async def demo(tmp_path: Path) -> AsyncIterator[tuple[DemoSetup, AgentService]]:
 async def seen_by(service: AgentService, user: str, message: str) -> tuple[str, str]:
     started = await service.chat(USERS[user], message)
     frames = await collect_frames(service, started.run_id)
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "completed", run.error
-    detail = await service.get_thread(started.thread_id)
+    detail = await service.get_thread(OBSERVER, started.thread_id)
     assert detail is not None
     calls = await service.store.list_tool_calls(thread_id=started.thread_id)
     everything = json.dumps(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agora_agent.actors import Actor
 from agora_agent.governance.quota import Budget
+from agora_agent.testing.helpers import OBSERVER
 from tests.web.conftest import ALICE, asgi_client, make_config
 
 
@@ -14,7 +15,7 @@ async def test_over_budget_is_429_json_on_both_protocols_and_stores_nothing() ->
     async with asgi_client(config) as (client, service):
         first = await client.post("/agent/ai-sdk/chat", json=ai_sdk, headers=ALICE)
         assert first.status_code == 200
-        await service.wait_for_run(first.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, first.headers["x-agent-run-id"])
         thread_id = first.headers["x-agent-thread-id"]
         before = len(await service.store.list_messages(thread_id))
         for path, body in (("/agent/ai-sdk/chat", ai_sdk), ("/agent/ag-ui", agui)):

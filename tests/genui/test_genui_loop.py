@@ -15,6 +15,7 @@ from agora_agent.genui import ComponentRegistry, Presentation, chart, create_com
 from agora_agent.genui.present import PresentationErrorInfo
 from agora_agent.streaming.frames import ComponentFrame
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, collect_frames, sequence_script
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("support",), tenant_ref="acme")
 
@@ -41,8 +42,8 @@ async def make() -> AsyncIterator[Callable[..., Any]]:
 async def run_once(service: AgentService, text: str = "go", **chat: Any) -> tuple[list[ComponentFrame], Any]:
     started = await service.chat(ALICE, text, **chat)
     frames = await collect_frames(service, started.run_id)
-    await service.wait_for_run(started.run_id)
-    detail = await service.get_thread(started.thread_id)
+    await service.wait_for_run(OBSERVER, started.run_id)
+    detail = await service.get_thread(OBSERVER, started.thread_id)
     return [f for f in frames.frames if isinstance(f, ComponentFrame)], detail
 
 

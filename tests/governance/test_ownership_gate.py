@@ -10,27 +10,36 @@ import pytest
 from starlette.requests import Request
 
 from agora_agent.actors import Actor
-from agora_agent.governance.gate import GateDecision, evaluate_governance_gate
-from agora_agent.governance.ownership import OwnershipDecision, evaluate_ownership
+from agora_agent.governance.gate import Caller, GateDecision, GovernanceScope, Grant, evaluate_governance_gate, scope_of
+from agora_agent.governance.ownership import evaluate_ownership
 
 ALICE = Actor("alice", ("ADMIN",))
 
 
+ACME = GovernanceScope(tenants={"acme"})
+
+
 @pytest.mark.ref("OWN-01", "OWN-03")
 @pytest.mark.parametrize(
-    ("actor_id", "owner", "privileged", "expected"),
+    ("actor_id", "owner", "tenant", "grant", "expected"),
     [
-        ("alice", None, False, OwnershipDecision(False, 404, "not found")),
-        ("alice", None, True, OwnershipDecision(False, 404, "not found")),  # unknown stays 404 even for the privileged
-        ("alice", "alice", False, OwnershipDecision(True, 200)),
-        ("alice", "alice", True, OwnershipDecision(True, 200)),
-        ("alice", "bob", True, OwnershipDecision(True, 200)),
-        ("alice", "bob", False, OwnershipDecision(False, 403, "forbidden")),  # no gate = own-only, even for admins
-        ("alice", "", False, OwnershipDecision(False, 403, "forbidden")),
+        ("alice", None, None, False, "not_found"),
+        ("alice", None, None, True, "not_found"),  # unknown stays not found even for a global admin
+        ("alice", "alice", None, False, "owner"),
+        ("alice", "alice", None, True, "owner"),
+        ("alice", "bob", None, True, "privileged"),
+        ("alice", "bob", None, False, "forbidden"),  # no gate = own-only, even for admins
+        ("alice", "", None, False, "forbidden"),
+        ("alice", "bob", "acme", ACME, "privileged"),  # a tenant admin inside the tenant
+        ("alice", "bob", "globex", ACME, "forbidden"),  # ... and outside it
+        ("alice", "bob", None, ACME, "forbidden"),  # rows without a tenant are outside every scope
+        ("alice", "bob", "acme", GovernanceScope(), "forbidden"),
     ],
 )
-def test_ownership_table(actor_id: str, owner: str | None, privileged: bool, expected: OwnershipDecision) -> None:
-    assert evaluate_ownership(actor_id, owner, privileged) == expected
+def test_ownership_table(actor_id: str, owner: str | None, tenant: str | None, grant: Grant, expected: str) -> None:
+    decision = evaluate_ownership(actor_id, owner, grant, tenant_ref=tenant)
+    assert decision.verdict == expected
+    assert decision.ok is (expected in ("owner", "privileged"))
 
 
 def request() -> Request:
@@ -65,24 +74,50 @@ async def async_raises(actor: Actor, req: Request | None) -> bool:
     raise LookupError("authz unreachable")
 
 
+def tenant_admin(actor: Actor, req: Request | None) -> GovernanceScope:
+    return GovernanceScope(tenants={actor.tenant_ref})
+
+
 @pytest.mark.ref("GGATE-01")
 @pytest.mark.parametrize(
-    ("authorize", "debug", "expected"),
+    ("authorize", "expected"),
     [
-        (None, False, GateDecision(True, 200)),
-        (sync_true, False, GateDecision(True, 200)),
-        (async_admin, False, GateDecision(True, 200)),
-        (sync_false, False, GateDecision(False, 403, "forbidden")),
-        (falsy_value, False, GateDecision(False, 403, "forbidden")),
-        (raises, False, GateDecision(False, 403, "forbidden")),
-        (raises, True, GateDecision(False, 403, "directory says no")),
-        (async_raises, True, GateDecision(False, 403, "authz unreachable")),
-        (async_raises, False, GateDecision(False, 403, "forbidden")),
-        (raises_empty, True, GateDecision(False, 403, "forbidden")),
+        (None, GateDecision(False)),  # no predicate: no privilege exists
+        (sync_true, GateDecision(True, True)),
+        (async_admin, GateDecision(True, True)),
+        (tenant_admin, GateDecision(True, GovernanceScope(tenants={"acme"}))),
+        (sync_false, GateDecision(False)),
+        (falsy_value, GateDecision(False)),
+        (raises, GateDecision(False, reason="directory says no")),
+        (async_raises, GateDecision(False, reason="authz unreachable")),
+        (raises_empty, GateDecision(False)),
     ],
 )
-async def test_governance_gate_table(authorize: Any, debug: bool, expected: GateDecision) -> None:
-    assert await evaluate_governance_gate(ALICE, request(), authorize, debug=debug) == expected
+async def test_governance_gate_table(authorize: Any, expected: GateDecision) -> None:
+    assert await evaluate_governance_gate(Actor("alice", ("ADMIN",), "acme"), request(), authorize) == expected
+
+
+def test_a_scope_drops_empty_tenants_and_covers_only_its_own() -> None:
+    scope = GovernanceScope(tenants=["acme", None, ""])
+    assert scope.tenants == frozenset({"acme"})
+    assert scope.covers("acme") and not scope.covers("globex") and not scope.covers(None)
+    assert scope_of(True) is None and scope_of(scope) is scope and scope_of(False) == GovernanceScope()
+
+
+async def test_a_caller_asks_the_gate_once() -> None:
+    seen: list[Actor] = []
+
+    def authorize(actor: Actor, req: Request | None) -> bool:
+        seen.append(actor)
+        return True
+
+    caller = Caller(ALICE, request())
+    assert (await caller.decision(authorize)).grant is True
+    assert (await caller.decision(authorize)).grant is True
+    assert seen == [ALICE]
+    explicit = Caller(ALICE, grant=GovernanceScope(tenants={"acme"}))
+    assert (await explicit.decision(authorize)).grant == GovernanceScope(tenants={"acme"})
+    assert seen == [ALICE]  # an explicit grant never asks
 
 
 @pytest.mark.ref("GGATE-01")

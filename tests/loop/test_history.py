@@ -17,6 +17,7 @@ from agora_agent.stores.base import AgentStore, ToolCallPatch, ToolCallRecord
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("user",))
 
@@ -51,7 +52,7 @@ async def chat(store: AgentStore, text: str, thread_id: str | None = None) -> st
     config = AgentConfig(model=FakeModel(one_tool_then_done), tools=[add], store=store)
     async with AgentService.from_config(config) as service:
         started = await service.chat(ALICE, text, thread_id=thread_id)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "completed"
     return started.thread_id
 

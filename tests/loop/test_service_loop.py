@@ -32,6 +32,7 @@ from agora_agent import (
     TransientRetry,
     tool,
 )
+from agora_agent.governance.gate import Caller
 from agora_agent.messages import ModelRequest, Usage
 from agora_agent.streaming.frames import ToolFrame
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter
@@ -44,6 +45,7 @@ from agora_agent.testing import (
     sequence_script,
     wait_for_tool_status,
 )
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("support",), tenant_ref="acme")
 BOB = Actor("bob", roles=("member",), tenant_ref="acme")
@@ -114,9 +116,9 @@ async def test_plain_turn_streams_persists_and_titles(svc_factory: Any) -> None:
     frames = await collect_frames(service, started.run_id)
     assert frames.text == "Hello there, friend"
     assert len([f for f in frames.frames if f.type == "text"]) == 3  # streamed as word chunks
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert (run.status, run.step_count, run.actor_ref, run.tenant_ref) == ("completed", 1, "alice", "acme")
-    detail = await service.get_thread(started.thread_id)
+    detail = await service.get_thread(OBSERVER, started.thread_id)
     assert detail is not None
     assert [m.role for m in detail.messages] == ["user", "assistant"]
     assert detail.thread.title == "Where is my parcel? It is late."
@@ -145,7 +147,7 @@ async def test_read_tool_result_is_persisted_audited_and_replayed(svc_factory: A
     # A second turn on the same thread replays the persisted result to the model.
     model: FakeModel = service.model  # type: ignore[assignment]
     second = await service.chat(ALICE, "thanks", thread_id=started.thread_id)
-    await service.wait_for_run(second.run_id)
+    await service.wait_for_run(OBSERVER, second.run_id)
     replayed = [r for m in model.requests[-1].messages for r in m.tool_results]
     assert [json.loads(r.content)["status"] for r in replayed] == ["shipped"]
 
@@ -165,7 +167,7 @@ async def test_forbidden_and_unknown_tools_fail_and_run_goes_on(svc_factory: Any
     assert "not allowed" in (frames.tools[0].error or "")
     assert frames.statuses("call-0-no_such_tool") == ["failed"]
     assert await service.store.get_approval(started.run_id, "call-0-refund_order") is None
-    assert (await service.wait_for_run(started.run_id)).status == "completed"
+    assert (await service.wait_for_run(OBSERVER, started.run_id)).status == "completed"
     assert RefundOrder.executed == []
 
 
@@ -199,7 +201,7 @@ async def test_reject_feeds_reason_to_model(svc_factory: Any) -> None:
     started = await service.chat(ALICE, "refund 3")
     pending = await wait_for_tool_status(service, started.run_id)
     await service.reject(ALICE, started.run_id, pending.tool_call_id, reason="customer changed their mind")
-    await service.wait_for_run(started.run_id)
+    await service.wait_for_run(OBSERVER, started.run_id)
     model: FakeModel = service.model  # type: ignore[assignment]
     result = model.requests[-1].messages[-1].tool_results[0]
     assert result.is_error and json.loads(result.content) == {"rejected": True, "reason": "customer changed their mind"}
@@ -261,7 +263,7 @@ async def test_decision_before_park_is_kept(svc_factory: Any) -> None:
     )
     sink.service = service
     started = await service.chat(ALICE, "refund 9")
-    run = await service.wait_for_run(started.run_id, timeout=5)
+    run = await service.wait_for_run(OBSERVER, started.run_id, timeout=5)
     assert run.status == "completed"
     assert RefundOrder.executed == [(9, f"{started.run_id}:call-0-refund_order")]
 
@@ -280,13 +282,13 @@ async def test_approver_roles_and_privilege(svc_factory: Any) -> None:
     with pytest.raises(ForbiddenError, match="manager"):
         await service.approve(ALICE, started.run_id, pending.tool_call_id)  # four eyes: requester lacks the role
     manager = Actor("mgr", roles=("manager",))
-    with pytest.raises(ForbiddenError, match="requester or a governance admin"):
+    with pytest.raises(ForbiddenError):
         await service.approve(manager, started.run_id, pending.tool_call_id)  # not privileged
     with pytest.raises(NotFoundError):
-        await service.approve(manager, started.run_id, "call-9-nope", privileged=True)
-    record = await service.approve(manager, started.run_id, pending.tool_call_id, privileged=True)
+        await service.approve(Caller(manager, grant=True), started.run_id, "call-9-nope")
+    record = await service.approve(Caller(manager, grant=True), started.run_id, pending.tool_call_id)
     assert record.decided_by == "mgr"
-    assert (await service.wait_for_run(started.run_id)).status == "completed"
+    assert (await service.wait_for_run(OBSERVER, started.run_id)).status == "completed"
     row = await service.store.get_tool_call(started.run_id, pending.tool_call_id)
     assert row is not None and (row.status, row.decided_by) == ("executed", "mgr")
 
@@ -312,7 +314,7 @@ async def test_transient_failure_retried_with_the_same_idempotency_key(
     )
     with caplog.at_level("WARNING", logger="agora_agent.loop"):
         started = await service.chat(ALICE, "write")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
     assert keys == [f"{started.run_id}:call-0-flaky_write"] * 2
     assert [r.getMessage() for r in caplog.records if "tool.retry" in r.getMessage()] == [
         f"tool.retry run={started.run_id} tool=flaky_write call=call-0-flaky_write attempt=1: database is locked"
@@ -337,7 +339,7 @@ async def test_non_transient_failure_is_not_retried(svc_factory: Any) -> None:
     assert attempts == [1]
     assert frames.statuses("call-0-explode") == ["started", "failed"]
     assert "order 1001 does not exist" in (frames.tools[-1].error or "")
-    assert (await service.wait_for_run(started.run_id)).status == "completed"
+    assert (await service.wait_for_run(OBSERVER, started.run_id)).status == "completed"
 
 
 @pytest.mark.ref("TOOL-23", "QUOTA-04", "GAP-10", "QUOTA-07")
@@ -351,7 +353,7 @@ async def test_budget_reservation_bounds_overshoot_under_50_concurrent_runs(svc_
             started = await service.chat(ALICE, "hi")
         except QuotaExceededError:
             return "refused"
-        return (await service.wait_for_run(started.run_id)).status
+        return (await service.wait_for_run(OBSERVER, started.run_id)).status
 
     outcomes = await asyncio.gather(*(one() for _ in range(50)))
     used = (await service.quota_today(ALICE)).used_tokens
@@ -377,7 +379,7 @@ async def test_over_budget_mid_run_fails_with_error_frame(svc_factory: Any) -> N
     started = await service.chat(ALICE, "go")
     frames = await collect_frames(service, started.run_id)
     assert frames.errors and frames.errors[0].code == "quota_exceeded"
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "failed" and "budget" in (run.error or "")
 
 
@@ -449,7 +451,7 @@ async def test_nested_action_is_auto_declined(svc_factory: Any) -> None:
     assert [f.status for f in nested] == ["pending_approval", "rejected"]
     assert nested[-1].error == "nested sub-agent cannot request human approval"
     assert RefundOrder.executed == []
-    assert (await service.wait_for_run(started.run_id)).status == "completed"
+    assert (await service.wait_for_run(OBSERVER, started.run_id)).status == "completed"
 
 
 @pytest.mark.ref("PERS-01", "PERS-02", "ARCH-LOOP-01", "TOOL-28", "PERS-04")
@@ -466,7 +468,7 @@ async def test_persona_wraps_agent_prompt_and_narrows_tools(svc_factory: Any) ->
     )
     service = await svc_factory(echo_script("arr"), default_agent=agent)
     started = await service.chat(ALICE, "hi", persona="pirate")
-    await service.wait_for_run(started.run_id)
+    await service.wait_for_run(OBSERVER, started.run_id)
     model: FakeModel = service.model  # type: ignore[assignment]
     assert model.requests[0].system == "[pirate for alice] You help shoppers."
     assert [t.name for t in model.requests[0].tools] == ["lookup_order"]
@@ -485,7 +487,7 @@ async def test_chat_input_validation(svc_factory: Any) -> None:
     with pytest.raises(NotFoundError):
         await service.chat(ALICE, "hi", thread_id="nope")
     with pytest.raises(NotFoundError):
-        await service.subscribe("no-such-run")
+        await service.subscribe(OBSERVER, "no-such-run")
 
 
 @pytest.mark.ref("CANCEL-01", "GAP-05")
@@ -507,15 +509,15 @@ async def test_cancel_mid_tool_really_cancels(svc_factory: Any) -> None:
     service = await svc_factory(calls_then_text(ToolCallRequest(name="slow_report")), tools=[slow_report])
     started = await service.chat(ALICE, "report")
     await asyncio.wait_for(entered.wait(), 5)
-    assert await service.cancel(started.run_id) is True
+    assert await service.cancel(OBSERVER, started.run_id) is True
     assert cancelled.is_set()
     frames = await collect_frames(service, started.run_id)  # the stream has ended
     assert frames.statuses("call-0-slow_report") == ["started"]
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "cancelled"
     row = await service.store.get_tool_call(started.run_id, "call-0-slow_report")
     assert row is not None and row.status == "failed"
-    assert await service.cancel(started.run_id) is False  # first terminal state wins
+    assert await service.cancel(OBSERVER, started.run_id) is False  # first terminal state wins
 
 
 @pytest.mark.ref("ARCH-LOOP-18", "AGENT-04", "GAP-07", "CFG-17")
@@ -525,7 +527,7 @@ async def test_max_steps_per_agent_ends_run_quietly(svc_factory: Any) -> None:
     )
     service = await svc_factory(forever, default_agent=AgentDefinition(max_steps=3))
     started = await service.chat(ALICE, "loop")
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert (run.status, run.step_count) == ("completed", 3)
 
 
@@ -540,7 +542,7 @@ async def test_cost_estimated_from_prices_or_reported(svc_factory: Any) -> None:
     assert service.pricing is not None
     await service.pricing.upsert_price(ModelPrice(model_id="fake-model", input_price_per_1m=3, output_price_per_1m=15))
     started = await service.chat(ALICE, "price it")
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.cost_usd == pytest.approx(10.5 + 0.25)
     ledger = await service.store.list_messages(started.thread_id)
     assert [m.usage["costUsd"] for m in ledger if m.usage] == [pytest.approx(10.5), 0.25]
@@ -564,6 +566,6 @@ async def test_components_in_order_and_resume_after_event_id(svc_factory: Any) -
     assert ids == list(range(1, len(ids) + 1))
     tail = await collect_frames(service, started.run_id, after=ids[2])
     assert [e.id for e in tail.events] == ids[3:]
-    assert [e.id async for e in await service.subscribe(started.run_id, after=ids[-2])] == ids[-1:]
+    assert [e.id async for e in await service.subscribe(OBSERVER, started.run_id, after=ids[-2])] == ids[-1:]
     with pytest.raises(NotFoundError):
-        await service.subscribe("nope")
+        await service.subscribe(OBSERVER, "nope")

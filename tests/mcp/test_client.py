@@ -21,7 +21,7 @@ import pytest
 from agora_agent import Actor, AgentConfig, AgentService
 from agora_agent.mcp import MCPServer
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, sequence_script
-from agora_agent.testing.helpers import wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER, wait_for_tool_status
 
 FIXTURE = str(Path(__file__).with_name("fixture_server.py"))
 ALICE = Actor("alice", ("support",), "acme")
@@ -43,7 +43,7 @@ def log_lines(log: Path) -> list[dict[str, Any]]:
 
 
 async def finished(service: AgentService, run_id: str) -> Any:
-    run = await service.wait_for_run(run_id, timeout=20)
+    run = await service.wait_for_run(OBSERVER, run_id, timeout=20)
     return run, await service.store.list_tool_calls(run_id=run_id)
 
 

@@ -24,6 +24,7 @@ from test_openai_model import FAST_RETRY
 from agora_agent import Actor, AgentConfig, AgentService, ToolContext, tool
 from agora_agent.models import AnthropicModel, ModelProvider, OpenAIChatModel, PydanticAIModel
 from agora_agent.testing import collect_frames
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("member",))
 
@@ -92,7 +93,7 @@ async def service(request: pytest.FixtureRequest, fake_server: FakeProviderServe
 async def test_tool_call_result_and_final_text(service: AgentService, fake_server: FakeProviderServer) -> None:
     started = await service.chat(ALICE, "Weather in Paris?")
     frames = await collect_frames(service, started.run_id)
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "completed", run.error
     assert frames.text == "Let me check. Sunny in Paris."
     assert frames.statuses("call_1")[-1] == "executed"
@@ -109,11 +110,11 @@ async def test_a_later_chat_replays_the_persisted_tool_exchange(
     service: AgentService, fake_server: FakeProviderServer, request: pytest.FixtureRequest
 ) -> None:
     first = await service.chat(ALICE, "Weather in Paris?")
-    assert (await service.wait_for_run(first.run_id)).status == "completed"
+    assert (await service.wait_for_run(OBSERVER, first.run_id)).status == "completed"
     is_anthropic = "anthropic" in request.node.callspec.id
     fake_server.queue(anthropic_turns()[1] if is_anthropic else openai_turns()[1])
     second = await service.chat(ALICE, "And tomorrow?", thread_id=first.thread_id)
-    run = await service.wait_for_run(second.run_id)
+    run = await service.wait_for_run(OBSERVER, second.run_id)
     assert run.status == "completed", run.error
     replay = json.dumps(fake_server.requests[2].body["messages"])
     assert (

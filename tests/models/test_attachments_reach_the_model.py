@@ -16,6 +16,7 @@ from test_adapter_loop import CASES
 from agora_agent import Actor, AgentConfig, AgentService
 from agora_agent.errors import InvalidRequestError
 from agora_agent.stores.attachments import FilesystemAttachmentStore
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("member",))
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x01" * 40
@@ -51,7 +52,7 @@ async def test_image_pdf_and_text_arrive_as_native_parts(
     )
     assert image.url.startswith("/agent/attachments/att_")  # our route: no provider can reach it
     started = await service.chat(ALICE, "What is in these?", attachments=[image, pdf, notes])
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "completed", run.error
     body = json.dumps(fake_server.requests[0].body)
     png64, pdf64 = base64.b64encode(PNG).decode(), base64.b64encode(PDF).decode()

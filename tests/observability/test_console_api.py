@@ -12,7 +12,9 @@ from typing import Any
 import httpx2
 
 from agora_agent import AgentDefinition, ModelPrice
+from agora_agent.governance.gate import Caller
 from agora_agent.testing import FakeModel, wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web import create_app
 from tests.observability.test_events import ADMIN, ALICE, QuickRefund, Refund, lookup, script
 
@@ -33,8 +35,8 @@ async def full_run(service: Any) -> str:
     started = await service.chat(ALICE, "full")
     await wait_for_tool_status(service, started.run_id)
     await asyncio.sleep(0.02)  # a measurable approval wait
-    await service.approve(ADMIN, started.run_id, "c-act", privileged=True)
-    await service.wait_for_run(started.run_id)
+    await service.approve(Caller(ADMIN, grant=True), started.run_id, "c-act")
+    await service.wait_for_run(OBSERVER, started.run_id)
     return str(started.run_id)
 
 
@@ -96,7 +98,7 @@ async def test_two_runs_side_by_side() -> None:
     async with asgi(config()) as (client, service):
         a = await full_run(service)
         started = await service.chat(ALICE, "hello")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
         r = await client.get(f"/agent/governance/compare?a={a}&b={started.run_id}", headers=ADMIN_H)
         diff = r.json()["diff"]
         assert diff["input"] == {"a": "full", "b": "hello"}
@@ -110,8 +112,8 @@ async def test_audit_export_json_and_csv_for_a_date_range() -> None:
         await full_run(service)
         rejected = await service.chat(ALICE, "reject")
         await wait_for_tool_status(service, rejected.run_id)
-        await service.reject(ADMIN, rejected.run_id, "c-rej", reason="not allowed today", privileged=True)
-        await service.wait_for_run(rejected.run_id)
+        await service.reject(Caller(ADMIN, grant=True), rejected.run_id, "c-rej", reason="not allowed today")
+        await service.wait_for_run(OBSERVER, rejected.run_id)
         price = {"modelId": "fake-model", "inputPricePer1m": 1, "outputPricePer1m": 2}
         assert (await client.post("/agent/governance/pricing", json=price, headers=ADMIN_H)).status_code == 200
         today = datetime.now(UTC).date().isoformat()
@@ -167,7 +169,7 @@ async def test_live_feed_pushes_changes_with_the_pending_count() -> None:
             if data["kind"] == "approval.requested":
                 break
         assert seen[0] == ("run.started", None) and seen[-1] == ("approval.requested", 1)
-        await service.reject(ADMIN, started.run_id, "c-rej", privileged=True)
+        await service.reject(Caller(ADMIN, grant=True), started.run_id, "c-rej")
         while True:
             _, data = await asyncio.wait_for(next_event(), 10)
             if data["kind"] == "approval.decided":

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from agora_agent import ActionTool, Actor, AgentConfig, AgentDefinition, AgentService, Budget, QuotaExceededError, tool
 from agora_agent.errors import ModelError
+from agora_agent.governance.gate import Caller
 from agora_agent.messages import ModelRequest
 from agora_agent.observability import (
     AgentEvent,
@@ -28,6 +29,7 @@ from agora_agent.observability import (
     ToolCallStatusChanged,
 )
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, collect_frames, wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.tools.context import ToolContext
 
 ALICE = Actor("alice", roles=("support",), tenant_ref="acme")
@@ -121,9 +123,9 @@ async def test_each_kind_fires_once_with_its_fields(make: Any) -> None:
     service = await make(events.append)
     started = await service.chat(ALICE, "full")
     await wait_for_tool_status(service, started.run_id)
-    await service.approve(ADMIN, started.run_id, "c-act", privileged=True)
+    await service.approve(Caller(ADMIN, grant=True), started.run_id, "c-act")
     await collect_frames(service, started.run_id)
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "completed"
 
     runs = of(events, RunStarted)
@@ -185,23 +187,23 @@ async def test_rejected_expired_failed_cancelled_and_quota(make: Any) -> None:
     rejected = await service.chat(ALICE, "reject")
     await wait_for_tool_status(service, rejected.run_id)
     await service.reject(ALICE, rejected.run_id, "c-rej", reason="not this one")
-    await service.wait_for_run(rejected.run_id)
+    await service.wait_for_run(OBSERVER, rejected.run_id)
     [decided] = of(events, ApprovalDecided)
     assert (decided.decision, decided.decided_by, decided.reason) == ("rejected", "alice", "not this one")
 
     expired = await service.chat(ALICE, "expire")
-    await service.wait_for_run(expired.run_id)
+    await service.wait_for_run(OBSERVER, expired.run_id)
     [gone] = of(events, ApprovalExpired)
     assert (gone.run_id, gone.tool_call_id, gone.tool_name) == (expired.run_id, "c-exp", "quick_refund")
 
     failed = await service.chat(ALICE, "boom")
-    await service.wait_for_run(failed.run_id)
+    await service.wait_for_run(OBSERVER, failed.run_id)
     [fail] = of(events, RunFailed)
     assert (fail.run_id, fail.error_type, fail.error) == (failed.run_id, "ModelError", "provider down")
 
     slow = await service.chat(ALICE, "slow")
     await wait_for_tool_status(service, slow.run_id)
-    assert await service.cancel(slow.run_id)
+    assert await service.cancel(OBSERVER, slow.run_id)
     [cancelled] = of(events, RunCancelled)
     assert (cancelled.run_id, cancelled.actor_id) == (slow.run_id, "alice")
 
@@ -234,7 +236,7 @@ async def test_a_raising_handler_does_not_break_the_run(make: Any, caplog: pytes
     started = await service.chat(ALICE, "hello")
     with caplog.at_level(logging.INFO, logger="agora_agent.events"):
         frames = await collect_frames(service, started.run_id)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
     assert frames.text == "done" and run.status == "completed"
     assert calls == ["run.started", "run.finished"]
     assert "on_event handler raised for run.finished" in caplog.text
@@ -244,7 +246,7 @@ async def test_events_are_logged_with_ids_as_extra_fields(make: Any, caplog: pyt
     service = await make(None)
     with caplog.at_level(logging.INFO, logger="agora_agent.events"):
         started = await service.chat(ALICE, "hello")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
     records = [r for r in caplog.records if r.name == "agora_agent.events"]
     assert [r.agora_event for r in records] == ["run.started", "run.finished"]  # type: ignore[attr-defined]
     for r in records:

@@ -15,8 +15,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from agora_agent import AgentConfig, AgentDefinition, AgentService, Budget, QuotaExceededError
+from agora_agent.governance.gate import Caller
 from agora_agent.observability import Telemetry
 from agora_agent.testing import FakeModel, collect_frames, wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER
 from tests.observability.test_events import ADMIN, ALICE, QuickRefund, Refund, lookup, script
 
 
@@ -62,9 +64,9 @@ async def make(exporter: InMemorySpanExporter, reader: InMemoryMetricReader) -> 
 async def full_run(service: AgentService) -> str:
     started = await service.chat(ALICE, "full")
     await wait_for_tool_status(service, started.run_id)
-    await service.approve(ADMIN, started.run_id, "c-act", privileged=True)
+    await service.approve(Caller(ADMIN, grant=True), started.run_id, "c-act")
     await collect_frames(service, started.run_id)
-    await service.wait_for_run(started.run_id)
+    await service.wait_for_run(OBSERVER, started.run_id)
     return started.run_id
 
 
@@ -196,7 +198,7 @@ async def test_metrics_tokens_duration_tools_approvals_and_budget_refusals(
     rejected = await service.chat(ALICE, "reject")
     await wait_for_tool_status(service, rejected.run_id)
     await service.reject(ALICE, rejected.run_id, "c-rej")
-    await service.wait_for_run(rejected.run_id)
+    await service.wait_for_run(OBSERVER, rejected.run_id)
     got = points(reader)
 
     tokens = {p.attributes["gen_ai.token.type"]: p for p in got["gen_ai.client.token.usage"]}
@@ -230,7 +232,7 @@ async def test_failed_model_call_marks_the_spans() -> None:
     service = AgentService.from_config(AgentConfig(model=FakeModel(script), tracer_provider=tp))
     async with service:
         started = await service.chat(ALICE, "boom")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
     spans = exporter.get_finished_spans()
     chat = one(spans, "chat fake-model")
     root = one(spans, "invoke_agent default")

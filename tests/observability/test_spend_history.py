@@ -14,6 +14,7 @@ from agora_agent import Actor
 from agora_agent.cli import main
 from agora_agent.messages import Usage
 from agora_agent.testing import FakeModel, ScriptedTurn
+from agora_agent.testing.helpers import OBSERVER
 
 from .conftest import ADMIN_H, asgi, web_config
 
@@ -27,7 +28,7 @@ def model() -> FakeModel:
 
 async def chat(client: Any, service: Any) -> str:
     started = await service.chat(ALICE, "hi")
-    await service.wait_for_run(started.run_id)
+    await service.wait_for_run(OBSERVER, started.run_id)
     return str(started.run_id)
 
 

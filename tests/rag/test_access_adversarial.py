@@ -26,6 +26,7 @@ from agora_agent.rag import (
     knowledge_tool,
 )
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, collect_frames
+from agora_agent.testing.helpers import OBSERVER
 
 from . import corpus
 
@@ -71,9 +72,9 @@ async def everything_seen(service: AgentService, model: FakeModel, actor: Actor,
     before = len(model.requests)
     started = await service.chat(actor, probe)
     frames = await collect_frames(service, started.run_id)
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "completed", run
-    detail = await service.get_thread(started.thread_id)
+    detail = await service.get_thread(OBSERVER, started.thread_id)
     assert detail is not None
     calls = await service.store.list_tool_calls(thread_id=started.thread_id)
     parts = [r.system + json.dumps([m.content for m in r.messages], default=str) for r in model.requests[before:]]
@@ -122,7 +123,7 @@ async def test_a_raising_filter_fails_inject_and_the_tool_never_searches_unfilte
     try:
         started = await service.chat(corpus.ACME_MEMBER, PROBES[0])
         frames = await collect_frames(service, started.run_id)
-        assert (await service.wait_for_run(started.run_id)).status == "failed"
+        assert (await service.wait_for_run(OBSERVER, started.run_id)).status == "failed"
         assert model.requests == [] and corpus.GLOBEX_SECRET not in json.dumps([repr(e) for e in frames.events])
     finally:
         await service.close()

@@ -10,6 +10,7 @@ import pytest
 from agora_agent import AgentConfig, AgentService
 from agora_agent.rag import EmbeddingRetriever, HashingEmbedder, Passage
 from agora_agent.testing import FakeModel, collect_frames, echo_script
+from agora_agent.testing.helpers import OBSERVER
 
 from . import corpus
 
@@ -37,7 +38,7 @@ async def test_a_durable_run_retrieves_in_one_checkpointed_step(tmp_path: Path) 
     async with AgentService.from_config(config) as service:
         started = await service.chat(corpus.ACME_MEMBER, "how are refunds paid to my card")
         frames = await collect_frames(service, started.run_id, timeout=60)
-        run = await service.wait_for_run(started.run_id, timeout=60)
+        run = await service.wait_for_run(OBSERVER, started.run_id, timeout=60)
         assert run.status == "completed", run.error
         assert "Refunds are paid within five days" in model.requests[0].system
         assert corpus.GLOBEX_SECRET not in model.requests[0].system

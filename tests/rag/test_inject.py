@@ -16,6 +16,7 @@ from agora_agent.stores.base import RunRecord
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter
 from agora_agent.testing import FakeModel, ScriptedTurn, collect_frames, echo_script
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.tools.registry import ToolRegistry
 
 from . import corpus
@@ -71,7 +72,7 @@ async def test_inject_appends_the_block_and_audits_one_retrieve_call() -> None:
     try:
         started = await service.chat(corpus.ACME_MEMBER, "how are refunds paid to my card")
         frames = await collect_frames(service, started.run_id)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
         assert run.status == "completed"
         system = model.requests[0].system
         base = "You are a helpful assistant."
@@ -97,7 +98,7 @@ async def test_inject_appends_the_block_and_audits_one_retrieve_call() -> None:
         assert frame.status == "executed" and frame.output == row.output
         # the next turn of the thread retrieves again, for its own text
         again = await service.chat(corpus.ACME_MEMBER, "and shipping?", thread_id=started.thread_id)
-        await service.wait_for_run(again.run_id)
+        await service.wait_for_run(OBSERVER, again.run_id)
         assert spy.calls == 2
     finally:
         await service.close()
@@ -108,7 +109,7 @@ async def test_zero_passages_leaves_the_prompt_unchanged() -> None:
     service, model = await service_with(EmbeddingRetriever(HashingEmbedder(64), store))
     try:
         started = await service.chat(corpus.ACME_MEMBER, "???")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
         assert model.requests[0].system == "You are a helpful assistant."
         (row,) = [c for c in await service.store.list_tool_calls(run_id=started.run_id)]
         assert row.output == {"passages": []}
@@ -120,7 +121,7 @@ async def test_no_retriever_no_step() -> None:
     service, _ = await service_with(None)
     try:
         started = await service.chat(corpus.ACME_MEMBER, "hello")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
         assert await service.store.list_tool_calls(run_id=started.run_id) == []
     finally:
         await service.close()
@@ -147,7 +148,7 @@ async def test_a_failing_filter_fails_the_run_before_the_model_sees_anything(bad
     try:
         started = await service.chat(corpus.ACME_MEMBER, "secret code")
         frames = await collect_frames(service, started.run_id)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
         assert run.status == "failed"
         assert model.requests == []  # the model was never called, filtered or not
         assert frames.text == ""
@@ -162,7 +163,7 @@ async def test_unscoped_is_an_explicit_opt_out() -> None:
     service, model = await service_with(EmbeddingRetriever(HashingEmbedder(64), store), retrieval_filter=unscoped)
     try:
         started = await service.chat(corpus.ACME_MEMBER, "globex contract secret code")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
         assert corpus.GLOBEX_SECRET in model.requests[0].system
     finally:
         await service.close()
@@ -251,7 +252,7 @@ async def test_a_retrieved_event_carries_counts_not_text() -> None:
     service, _ = await service_with(EmbeddingRetriever(HashingEmbedder(64), store), on_event=events.append)
     try:
         started = await service.chat(corpus.ACME_MEMBER, "refunds card")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
     finally:
         await service.close()
     (event,) = [e for e in events if isinstance(e, Retrieved)]

@@ -14,6 +14,7 @@ from agora_agent.governance.queries import GovernanceQueries
 from agora_agent.rag import EmbeddingRetriever, HashingEmbedder
 from agora_agent.stores.base import RunRecord, ToolCallRecord
 from agora_agent.testing import FakeModel, echo_script
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web.app import create_app
 from tests.contract.conftest import QUERIES_FACTORIES, open_store, pricing_for
 
@@ -94,7 +95,7 @@ async def test_route_is_gated_and_counts_real_retrievals() -> None:
     async with service:
         for text in ("refunds card", "???"):
             started = await service.chat(corpus.ACME_MEMBER, text)
-            await service.wait_for_run(started.run_id)
+            await service.wait_for_run(OBSERVER, started.run_id)
         transport = httpx2.ASGITransport(app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
             ok = await client.get("/agent/governance/rag/stats", headers={"x-user": "admin"})

@@ -18,6 +18,7 @@ from agora_agent.testing import (
     sequence_script,
     wait_for_tool_status,
 )
+from agora_agent.testing.helpers import OBSERVER
 from tests.web.conftest import ALICE, asgi_client, make_config, refund_script
 
 SUPPORT = Actor("alice", roles=("support",))
@@ -75,7 +76,7 @@ async def test_roles_revoked_while_parked_are_honoured_when_the_approved_action_
         pending = await wait_for_tool_status(service, started.run_id)
         revoked = Actor("alice", roles=())  # what the resolver says about alice now
         await service.approve(revoked, started.run_id, pending.tool_call_id)
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
         row = await service.store.get_tool_call(started.run_id, pending.tool_call_id)
     assert paid == []  # never executed
     assert row is not None and row.status == "failed" and "pay_card" in (row.error or "")
@@ -89,7 +90,7 @@ async def test_the_redactor_covers_stored_tool_calls_the_thread_view_and_the_str
         started = await service.chat(actor, "pay")
         pending = await wait_for_tool_status(service, started.run_id)
         await service.approve(actor, started.run_id, pending.tool_call_id)
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(OBSERVER, started.run_id)
         frames = await collect_frames(service, started.run_id)
         thread = await client.get(f"/agent/threads/{started.thread_id}", headers=ALICE)
     assert paid and paid[0]["card"] == CARD  # the tool itself gets the real value
@@ -119,7 +120,7 @@ async def test_provider_error_text_never_shows_the_key(debug: bool, caplog: pyte
     async with AgentService.from_config(AgentConfig(model=LeakyProvider(), debug=debug)) as service:
         started = await service.chat(SUPPORT, "hi")
         frames = await collect_frames(service, started.run_id)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
     shown = frames.errors[0].message
     assert run.status == "failed"
     for text in (shown, run.error or "", caplog.text):

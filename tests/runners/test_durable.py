@@ -33,6 +33,7 @@ from agora_agent.testing import (
     sequence_script,
     wait_for_tool_status,
 )
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("support",))
 effects: list[str] = []
@@ -75,7 +76,7 @@ def pay_script() -> Any:
 
 
 async def events_of(service: AgentService, run_id: str, after: int | None = None) -> list[StreamEvent]:
-    return [e async for e in await service.subscribe(run_id, after=after)]
+    return [e async for e in await service.subscribe(OBSERVER, run_id, after=after)]
 
 
 async def test_a_restarted_process_replays_the_journal_and_resumes_after_last_event_id(tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ async def test_a_restarted_process_replays_the_journal_and_resumes_after_last_ev
         started = await first.chat(ALICE, "pay order 7")
         pending = await wait_for_tool_status(first, started.run_id)
         await first.approve(ALICE, started.run_id, pending.tool_call_id)
-        await first.wait_for_run(started.run_id, timeout=20)
+        await first.wait_for_run(OBSERVER, started.run_id, timeout=20)
         original = await events_of(first, started.run_id)
     async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as second:
         replayed = await events_of(second, started.run_id)
@@ -98,7 +99,7 @@ async def test_a_restarted_process_replays_the_journal_and_resumes_after_last_ev
 async def test_the_system_database_holds_json_and_runs_on_wal(tmp_path: Path) -> None:
     async with AgentService.from_config(config(tmp_path, FakeModel(echo_script("hi")))) as service:
         started = await service.chat(ALICE, "hello")
-        await service.wait_for_run(started.run_id, timeout=20)
+        await service.wait_for_run(OBSERVER, started.run_id, timeout=20)
     with closing(sqlite3.connect(tmp_path / "agent.db.dbos.sqlite")) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         rows = conn.execute(
@@ -124,8 +125,8 @@ async def test_cancel_closes_pending_approvals_so_a_late_decision_is_409(tmp_pat
     async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as service:
         started = await service.chat(ALICE, "pay")
         pending = await wait_for_tool_status(service, started.run_id)
-        assert await service.cancel(started.run_id) is True
-        run = await service.wait_for_run(started.run_id, timeout=10)
+        assert await service.cancel(OBSERVER, started.run_id) is True
+        run = await service.wait_for_run(OBSERVER, started.run_id, timeout=10)
         assert run.status == "cancelled"
         with pytest.raises(ConflictError, match="already expired") as late:
             await service.approve(ALICE, started.run_id, pending.tool_call_id)
@@ -161,12 +162,12 @@ async def test_cancel_interrupts_the_model_call_in_flight(tmp_path: Path) -> Non
     async with AgentService.from_config(config(tmp_path, model)) as service:
         started = await service.chat(ALICE, "talk forever")
         seen: list[StreamEvent] = []
-        async for event in await service.subscribe(started.run_id):
+        async for event in await service.subscribe(OBSERVER, started.run_id):
             seen.append(event)
             if len(seen) == 5:
-                assert await service.cancel(started.run_id) is True
+                assert await service.cancel(OBSERVER, started.run_id) is True
         await asyncio.wait_for(model.cancelled.wait(), 5)
-        assert (await service.get_run(started.run_id)).status == "cancelled"  # type: ignore[union-attr]
+        assert (await service.get_run(OBSERVER, started.run_id)).status == "cancelled"  # type: ignore[union-attr]
         assert len(seen) < 200  # the stream ended soon after the cancel
 
 
@@ -188,7 +189,7 @@ async def test_an_approval_past_its_deadline_expires_and_the_model_is_told(tmp_p
         )
     ) as service:
         started = await service.chat(ALICE, "wire 1")
-        run = await service.wait_for_run(started.run_id, timeout=10)
+        run = await service.wait_for_run(OBSERVER, started.run_id, timeout=10)
         assert run.status == "completed"
         approval = await service.store.get_approval(started.run_id, "call-0-wire")
         assert approval is not None and approval.status == "expired"
@@ -212,8 +213,8 @@ async def test_delegation_is_a_child_workflow_with_a_deterministic_id(tmp_path: 
     )
     async with AgentService.from_config(cfg) as service:
         started = await service.chat(ALICE, "sales?")
-        await service.wait_for_run(started.run_id, timeout=20)
-        child = await service.get_run(f"{started.run_id}-agent-0")
+        await service.wait_for_run(OBSERVER, started.run_id, timeout=20)
+        child = await service.get_run(OBSERVER, f"{started.run_id}-agent-0")
         assert child is not None and (child.status, child.parent_run_id) == ("completed", started.run_id)
         frames = await collect_frames(service, started.run_id)
         assert frames.agent_text == "Sales are up."
@@ -255,9 +256,9 @@ async def test_a_graceful_shutdown_leaves_runs_running_and_the_next_start_resume
         started = await first.chat(ALICE, "pay order 7")
         pending = await wait_for_tool_status(first, started.run_id)
     async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as second:
-        assert (await second.get_run(started.run_id)).status == "running"  # type: ignore[union-attr]
+        assert (await second.get_run(OBSERVER, started.run_id)).status == "running"  # type: ignore[union-attr]
         await second.approve(ALICE, started.run_id, pending.tool_call_id)
-        run = await second.wait_for_run(started.run_id, timeout=20)
+        run = await second.wait_for_run(OBSERVER, started.run_id, timeout=20)
         assert run.status == "completed"
         assert effects == [f"{started.run_id}:call-1-pay#1"]
 
@@ -275,7 +276,7 @@ async def test_fifty_concurrent_durable_runs_overshoot_the_budget_by_at_most_one
                 started = await service.chat(ALICE, "hi")
             except QuotaExceededError:
                 return "refused"
-            return (await service.wait_for_run(started.run_id, timeout=60)).status
+            return (await service.wait_for_run(OBSERVER, started.run_id, timeout=60)).status
 
         outcomes = await asyncio.gather(*(one() for _ in range(50)))
         used = (await service.quota_today(ALICE)).used_tokens

@@ -12,6 +12,7 @@ from agora_agent.loop import ApprovalDecision
 from agora_agent.messages import ModelRequest, ModelTurn
 from agora_agent.models.base import TextCallback
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, collect_frames, wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("support",))
 blocked = asyncio.Event()
@@ -60,7 +61,7 @@ async def test_restart_closes_runs_left_running(tmp_path: Path) -> None:
 
     async with AgentService.from_config(config) as restarted:  # same SQLite file, new process
         for run_id in (parked.run_id, running.run_id):
-            run = await restarted.get_run(run_id)
+            run = await restarted.get_run(OBSERVER, run_id)
             assert run is not None and run.status == "failed" and run.error is not None
             assert run.error.startswith("interrupted")
         approval = await restarted.store.get_approval(parked.run_id, pending.tool_call_id)
@@ -92,7 +93,7 @@ async def test_internal_errors_reach_the_stream_only_in_debug(debug: bool, caplo
     async with AgentService.from_config(AgentConfig(model=BrokenModel(), debug=debug)) as service:
         started = await service.chat(ALICE, "hi")
         frames = await collect_frames(service, started.run_id)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.status == "failed" and "db.internal failed" in (run.error or "")  # the server keeps the detail…
     assert "s3cret" not in (run.error or "")  # …without the credential (the run row feeds the governance view)
     shown = frames.errors[0].message
@@ -113,7 +114,7 @@ async def test_runner_signal_with_a_decision(tmp_path: Path) -> None:
         pending = await wait_for_tool_status(service, started.run_id)
         decision = ApprovalDecision(status="approved", decided_by="ops")
         await service.runner.signal(started.run_id, pending.tool_call_id, decision)
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
         row = await service.store.get_tool_call(started.run_id, pending.tool_call_id)
     assert run.status == "completed"
     assert row is not None and (row.status, row.decided_by, row.output) == ("executed", "ops", "sent 5")

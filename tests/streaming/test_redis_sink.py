@@ -13,6 +13,7 @@ from agora_agent.streaming.frames import StreamEvent, TextFrame, ToolFrame
 from agora_agent.streaming.redis import RedisTokenSink
 from agora_agent.streaming.sink import StreamGap
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, sequence_script
+from agora_agent.testing.helpers import OBSERVER
 from tests.conftest import REDIS_HOST, REDIS_PORT
 
 pytestmark = pytest.mark.redis
@@ -114,9 +115,9 @@ async def test_redis_down_the_run_completes_and_the_stream_is_the_stored_transcr
     )
     async with AgentService.from_config(config) as service:
         started = await service.chat(ALICE, "where is it?")
-        run = await service.wait_for_run(started.run_id, timeout=10)
+        run = await service.wait_for_run(OBSERVER, started.run_id, timeout=10)
         assert run.status == "completed"
-        frames = [e.frame async for e in await service.subscribe(started.run_id)]
+        frames = [e.frame async for e in await service.subscribe(OBSERVER, started.run_id)]
         assert frames[0] == TextFrame(delta="Looking. ") and frames[-1] == TextFrame(delta="Shipped.")
         assert isinstance(frames[1], ToolFrame) and frames[1].status == "executed"
     await dead.aclose()

@@ -8,6 +8,7 @@ from pathlib import Path
 from agora_agent import Actor, AgentConfig, AgentService, ToolContext, tool
 from agora_agent.streaming.frames import ErrorFrame, TextFrame, ToolFrame
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, sequence_script
+from agora_agent.testing.helpers import OBSERVER
 
 ALICE = Actor("alice", roles=("support",))
 hang = asyncio.Event()
@@ -40,9 +41,9 @@ async def test_a_finished_run_replays_text_and_tool_frames_after_a_restart(tmp_p
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     async with AgentService.from_config(AgentConfig(model=FakeModel(script("lookup")), tools=[lookup], store=url)) as a:
         started = await a.chat(ALICE, "where is order 7?")
-        await a.wait_for_run(started.run_id, timeout=10)
+        await a.wait_for_run(OBSERVER, started.run_id, timeout=10)
     async with AgentService.from_config(AgentConfig(model=FakeModel(script("lookup")), tools=[lookup], store=url)) as b:
-        events = [e async for e in await b.subscribe(started.run_id)]
+        events = [e async for e in await b.subscribe(OBSERVER, started.run_id)]
         frames = [e.frame for e in events]
         assert [e.id for e in events] == [1, 2, 3]
         assert frames[0] == TextFrame(delta="Looking it up. ")
@@ -51,7 +52,7 @@ async def test_a_finished_run_replays_text_and_tool_frames_after_a_restart(tmp_p
             {"order": 7, "status": "shipped"},
         )
         assert frames[2] == TextFrame(delta="It has shipped.")
-        assert [e.id for e in [e async for e in await b.subscribe(started.run_id, after=2)]] == [3]
+        assert [e.id for e in [e async for e in await b.subscribe(OBSERVER, started.run_id, after=2)]] == [3]
 
 
 async def test_an_interrupted_run_replays_its_error(tmp_path: Path) -> None:
@@ -67,7 +68,7 @@ async def test_an_interrupted_run_replays_its_error(tmp_path: Path) -> None:
     async with AgentService.from_config(
         AgentConfig(model=FakeModel(script("stuck")), tools=[stuck], store=url, **lease)
     ) as b:
-        frames = [e.frame async for e in await b.subscribe(started.run_id)]
+        frames = [e.frame async for e in await b.subscribe(OBSERVER, started.run_id)]
         assert isinstance(frames[1], ToolFrame) and frames[1].status == "failed"
         assert isinstance(frames[-1], ErrorFrame) and frames[-1].message.startswith("interrupted")
     await crashed.close()
@@ -90,12 +91,12 @@ async def test_components_come_back_after_a_restart_in_order_with_the_text(tmp_p
     config = AgentConfig(model=FakeModel(turns), tools=[lookup_shown], store=url)
     async with AgentService.from_config(config) as a:
         started = await a.chat(ALICE, "where is order 7?")
-        await a.wait_for_run(started.run_id, timeout=10)
-        live = [e.frame async for e in await a.subscribe(started.run_id)]
+        await a.wait_for_run(OBSERVER, started.run_id, timeout=10)
+        live = [e.frame async for e in await a.subscribe(OBSERVER, started.run_id)]
     live_component = next(f for f in live if isinstance(f, ComponentFrame))
     config = AgentConfig(model=FakeModel(turns), tools=[lookup_shown], store=url)
     async with AgentService.from_config(config) as b:  # a new process: only the store remembers
-        frames = [e.frame async for e in await b.subscribe(started.run_id)]
+        frames = [e.frame async for e in await b.subscribe(OBSERVER, started.run_id)]
     assert [f.type for f in frames] == ["text", "tool", "component", "text"]
     replayed = frames[2]
     assert isinstance(replayed, ComponentFrame)

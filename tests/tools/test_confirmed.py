@@ -15,6 +15,7 @@ from agora_agent import Actor, AgentConfig, AgentService, ToolContext
 from agora_agent.errors import ConfigurationError
 from agora_agent.messages import ModelRequest
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.tools.confirmed import ConfirmationRefusedError, ConfirmedTool, confirmed_tool
 
 pytestmark = pytest.mark.ref("LATER-CONF-01", "LATER-CONF-02", "LATER-CONF-03", "MCP-14")
@@ -120,7 +121,7 @@ async def test_usable_from_chat_with_single_use_in_the_sql_store(tmp_path: Path)
     config = AgentConfig(model=FakeModel(two_step_script), tools=[tool], store=f"sqlite:///{tmp_path / 'a.db'}")
     async with AgentService.from_config(config) as service:
         started = await service.chat(ALICE, "cancel order 5")
-        run = await service.wait_for_run(started.run_id, timeout=20)
+        run = await service.wait_for_run(OBSERVER, started.run_id, timeout=20)
         rows = await service.store.list_tool_calls(run_id=started.run_id)
         assert run.status == "completed" and [r.status for r in rows] == ["executed", "executed"]
         assert rows[1].output["status"] == "committed" and log == [5]

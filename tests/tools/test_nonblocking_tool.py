@@ -7,6 +7,7 @@ import threading
 
 from agora_agent import Actor, AgentConfig, AgentService, tool
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, sequence_script
+from agora_agent.testing.helpers import OBSERVER
 
 threads: dict[str, int] = {}
 
@@ -33,7 +34,7 @@ async def test_non_blocking_sync_tool_runs_on_the_loop_and_the_default_one_off_i
     config = AgentConfig(model=FakeModel(script), tools=[default_sync, inline_sync])
     async with AgentService.from_config(config) as service:
         started = await service.chat(Actor("alice"), "go")
-        run = await service.wait_for_run(started.run_id)
+        run = await service.wait_for_run(OBSERVER, started.run_id)
         calls = await service.store.list_tool_calls(run_id=started.run_id)
     assert run.status == "completed"
     assert [(c.tool_name, c.status, c.output) for c in calls] == [

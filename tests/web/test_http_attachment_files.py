@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agora_agent.stores.attachments import FilesystemAttachmentStore
+from agora_agent.testing.helpers import OBSERVER
 
 from .conftest import ALICE, BOB, asgi_client, make_config
 
@@ -95,7 +96,7 @@ async def test_chat_attachments_must_be_the_callers_own_uploads(tmp_path: Path) 
         tampered = {**staged, "url": "http://169.254.169.254/x", "contentType": "text/plain", "name": "evil"}
         r = await client.post("/agent/chat", json={"message": "look", "attachments": [tampered]}, headers=ALICE)
         assert r.status_code == 200
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         detail = (await client.get(f"/agent/threads/{r.headers['x-agent-thread-id']}", headers=ALICE)).json()
         assert detail["messages"][0]["attachments"] == [staged]  # the stored record, not the client's claims
     async with asgi_client(make_config()) as (client, _):  # no staging store: nothing to check them against

@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from agora_agent.stores.attachments import MemoryAttachmentStore
+from agora_agent.testing.helpers import OBSERVER
 
 from .conftest import ALICE, asgi_client, make_config
 
@@ -48,6 +49,6 @@ async def test_upload_checks_in_order_then_stages() -> None:
 
         chat = await client.post("/agent/chat", json={"message": "read this", "attachments": [staged]}, headers=ALICE)
         assert chat.status_code == 200
-        await service.wait_for_run(chat.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, chat.headers["x-agent-run-id"])
         detail = (await client.get(f"/agent/threads/{chat.headers['x-agent-thread-id']}", headers=ALICE)).json()
         assert detail["messages"][0]["attachments"] == [staged]

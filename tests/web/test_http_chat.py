@@ -10,6 +10,7 @@ import pytest
 from agora_agent import AgentDefinition, Budget, Persona
 from agora_agent.actors import Actor, CallableActorResolver
 from agora_agent.client.frames import parse_sse_text
+from agora_agent.testing.helpers import OBSERVER
 
 from .conftest import ALICE, BOB, asgi_client, make_config
 
@@ -33,7 +34,7 @@ async def test_chat_streams_the_reference_envelope_with_headers() -> None:
         assert texts(events) == "Hello there"
         ids = [int(i) for e, _, i in events if e == "message"]
         assert ids == sorted(ids) and ids[0] == 1
-        run = await service.wait_for_run(run_id)
+        run = await service.wait_for_run(OBSERVER, run_id)
         assert (run.status, run.actor_ref, run.thread_id) == ("completed", "alice", thread_id)
 
 
@@ -42,7 +43,7 @@ async def test_reattach_replays_from_start_or_after_last_event_id() -> None:
     async with asgi_client(make_config()) as (client, service):
         r = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
         run_id = r.headers["x-agent-run-id"]
-        await service.wait_for_run(run_id)
+        await service.wait_for_run(OBSERVER, run_id)
         full = await client.get(f"/agent/chat/{run_id}/stream", headers=ALICE)
         assert full.status_code == 200
         assert full.headers["x-agent-run-id"] == run_id and "x-agent-thread-id" not in full.headers
@@ -114,7 +115,7 @@ async def test_per_agent_resolver_is_used_only_for_chat() -> None:
     async with asgi_client(make_config(agents=[helper])) as (client, service):
         r = await client.post("/agent/chat", json={"message": "hi", "agent": "kiosk"})  # no identity headers
         assert r.status_code == 200
-        run = await service.wait_for_run(r.headers["x-agent-run-id"])
+        run = await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         assert (run.actor_ref, run.agent_name) == ("kiosk-user", "kiosk")
         # Every other route still uses the global resolver.
         r = await client.get(f"/agent/chat/{run.id}/stream")
@@ -200,7 +201,7 @@ async def test_quota_exhausted_is_429_before_any_stream() -> None:
     async with asgi_client(config) as (client, service):
         first = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
         assert first.status_code == 200
-        await service.wait_for_run(first.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, first.headers["x-agent-run-id"])
         thread_id = first.headers["x-agent-thread-id"]
         messages_before = len(await service.store.list_messages(thread_id))
         r = await client.post("/agent/chat", json={"message": "more", "threadId": thread_id}, headers=ALICE)
@@ -232,12 +233,12 @@ async def test_cancel_route() -> None:
     async with asgi_client(make_config()) as (client, service):
         r = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
         run_id = r.headers["x-agent-run-id"]
-        await service.wait_for_run(run_id)
+        await service.wait_for_run(OBSERVER, run_id)
         assert (await client.post(f"/agent/chat/{run_id}/cancel", headers=BOB)).status_code == 403
         assert (await client.post("/agent/chat/nope/cancel", headers=ALICE)).status_code == 404
         r = await client.post(f"/agent/chat/{run_id}/cancel", headers=ALICE)
         assert r.json() == {"aborted": True, "cancelled": False}  # already completed: first terminal wins
-        assert (await service.get_run(run_id)).status == "completed"  # type: ignore[union-attr]
+        assert (await service.get_run(OBSERVER, run_id)).status == "completed"  # type: ignore[union-attr]
 
 
 async def test_unknown_route_and_method_use_the_error_shape() -> None:
@@ -252,7 +253,7 @@ async def test_quota_429_on_a_new_thread_stores_no_thread() -> None:
     config = make_config(budget=Budget(tokens_per_actor=5, reserve_tokens=1))
     async with asgi_client(config) as (client, service):
         first = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
-        await service.wait_for_run(first.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, first.headers["x-agent-run-id"])
         r = await client.post("/agent/chat", json={"message": "more"}, headers=ALICE)
         assert r.status_code == 429
         assert len(await service.store.list_threads("alice")) == 1

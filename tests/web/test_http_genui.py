@@ -8,6 +8,7 @@ from typing import Any
 from agora_agent import ToolContext, tool
 from agora_agent.genui import table
 from agora_agent.testing import ScriptedTurn, ToolCallRequest, sequence_script
+from agora_agent.testing.helpers import OBSERVER
 
 from .conftest import ALICE, BOB, asgi_client, make_config
 
@@ -39,7 +40,7 @@ async def test_component_frames_carry_ids_and_the_thread_keeps_them() -> None:
         first_id = blocks[0].split('"id":"', 1)[1].split('"', 1)[0]
         assert f'"id":"{first_id}"' in blocks[1]
         thread_id = r.headers["x-agent-thread-id"]
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         detail = (await client.get(f"/agent/threads/{thread_id}", headers=ALICE)).json()
         stored = detail["toolCalls"][0]["components"]
         assert [c["name"] for c in stored] == ["Chart", "DataTable"]
@@ -61,7 +62,7 @@ async def test_rename_a_thread() -> None:
     async with asgi_client(make_config()) as (client, service):
         r = await client.post("/agent/chat", json={"message": "first question"}, headers=ALICE)
         thread_id = r.headers["x-agent-thread-id"]
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         ok = await client.patch(f"/agent/threads/{thread_id}", json={"title": "  Refunds for ACME "}, headers=ALICE)
         assert ok.json() == {"ok": True}
         assert (await client.get("/agent/threads", headers=ALICE)).json()[0]["title"] == "Refunds for ACME"

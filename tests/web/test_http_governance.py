@@ -10,6 +10,7 @@ import pytest
 
 from agora_agent.actors import Actor
 from agora_agent.governance.directory import MemoryActorDirectory
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web.routes.governance import parse_limit
 
 from .conftest import ADMIN, ALICE, BOB, asgi_client, is_admin, make_config, refund_script
@@ -144,7 +145,7 @@ async def test_a_failing_directory_leaves_rows_unlabelled() -> None:
     config = make_config(governance_authorize=is_admin, actor_directory=Broken())
     async with asgi_client(config) as (client, service):
         r = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         rows = (await client.get("/agent/governance/spend/actor", headers=ADMIN)).json()
         assert rows and rows[0]["actorRef"] == "alice" and "actorLabel" not in rows[0]
 
@@ -153,7 +154,7 @@ async def test_a_failing_directory_leaves_rows_unlabelled() -> None:
 async def test_spend_trend_stats_reliability_and_date_params() -> None:
     async with asgi_client(make_config(governance_authorize=is_admin)) as (client, service):
         r = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         today = datetime.now(UTC).date().isoformat()
         spend = (await client.get("/agent/governance/spend/model", headers=ADMIN)).json()
         assert spend[0]["modelId"] == "fake-model" and spend[0]["requests"] == 1

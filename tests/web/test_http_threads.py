@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agora_agent import AgentDefinition, Persona
+from agora_agent.testing.helpers import OBSERVER
 
 from .conftest import ALICE, BOB, asgi_client, make_config
 
@@ -14,7 +15,7 @@ async def test_thread_lifecycle() -> None:
     async with asgi_client(make_config()) as (client, service):
         r = await client.post("/agent/chat", json={"message": "first question"}, headers=ALICE)
         thread_id, run_id = r.headers["x-agent-thread-id"], r.headers["x-agent-run-id"]
-        await service.wait_for_run(run_id)
+        await service.wait_for_run(OBSERVER, run_id)
 
         listed = (await client.get("/agent/threads", headers=ALICE)).json()
         assert [t["id"] for t in listed] == [thread_id]
@@ -53,7 +54,7 @@ async def test_tool_calls_show_on_the_thread() -> None:
     )
     async with asgi_client(make_config(script)) as (client, service):
         r = await client.post("/agent/chat", json={"message": "where is 7"}, headers=ALICE)
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         detail = (await client.get(f"/agent/threads/{r.headers['x-agent-thread-id']}", headers=ALICE)).json()
         [call] = detail["toolCalls"]
         assert (call["toolName"], call["status"], call["output"]["status"]) == ("lookup_order", "executed", "shipped")
@@ -82,7 +83,7 @@ async def test_quota_today_counts_the_callers_tokens() -> None:
         zero = (await client.get("/agent/quota/today", headers=ALICE)).json()
         assert zero["usedTokens"] == 0 and zero["limitTokens"] is None
         r = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
-        run = await service.wait_for_run(r.headers["x-agent-run-id"])
+        run = await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
         used = (await client.get("/agent/quota/today", headers=ALICE)).json()
         assert used["usedTokens"] == run.input_tokens + run.output_tokens > 0
         assert (await client.get("/agent/quota/today", headers=BOB)).json()["usedTokens"] == 0

@@ -12,6 +12,7 @@ import pytest
 
 from agora_agent import AgentService
 from agora_agent.client import AgentClient, MetaFrame, ToolFrame
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web import create_app
 
 from .conftest import ADMIN, ALICE, BOB, is_admin, make_config, refund_script, serve
@@ -41,7 +42,7 @@ async def snapshot(service: AgentService, ids: dict[str, str]) -> Any:
     thread = await service.store.get_thread(ids["thread"])
     messages = await service.store.list_messages(ids["thread"])
     approval = await service.store.get_approval(ids["run"], ids["call"])
-    run = await service.get_run(ids["run"])
+    run = await service.get_run(OBSERVER, ids["run"])
     return (
         thread is not None and (thread.title, thread.updated_at, thread.deleted_at),
         [(m.id, m.content) for m in messages],
@@ -105,4 +106,4 @@ async def test_the_governance_gate_makes_an_admin_privileged() -> None:
         assert set(statuses.values()) == {200}, statuses
         approval = await service.store.get_approval(ids["run"], ids["call"])
         assert approval is not None and (approval.status, approval.decided_by) == ("approved", "root")
-        assert await service.thread_owner(ids["thread"]) is None  # the admin deleted it
+        assert await service.store.thread_owner(ids["thread"]) is None  # the admin deleted it

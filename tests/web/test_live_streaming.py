@@ -20,6 +20,7 @@ from agora_agent.client import (
 )
 from agora_agent.client.frames import decode_frame
 from agora_agent.testing import ScriptedTurn, sequence_script
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web import create_app
 
 from .conftest import ADMIN, ALICE, BOB, is_admin, make_config, refund_script, serve
@@ -126,7 +127,7 @@ async def test_client_reattaches_after_a_drop_without_duplicating_text() -> None
         assert isinstance(frames[0], MetaFrame) and isinstance(frames[-1], DoneFrame)
         assert sum(isinstance(f, MetaFrame) for f in frames) == 1
         assert "".join(f.delta for f in frames if isinstance(f, TextFrame)) == "".join(words)
-        run = await app.state.agent_service.wait_for_run(frames[0].run_id)
+        run = await app.state.agent_service.wait_for_run(OBSERVER, frames[0].run_id)
         assert run.status == "completed"  # the drop did not cancel the run
 
 
@@ -156,7 +157,7 @@ async def test_client_disconnect_never_cancels_the_run() -> None:
         async with AgentClient(url, headers=ALICE) as client:
             await client.approve(run_id, pending.tool_call_id)
             frames = [f async for f in client.resume(run_id)]  # replay from the start
-        run = await service.wait_for_run(run_id)
+        run = await service.wait_for_run(OBSERVER, run_id)
         assert run.status == "completed"
         assert [f.status for f in frames if isinstance(f, ToolFrame)] == ["pending_approval", "approved", "executed"]
         assert "".join(f.delta for f in frames if isinstance(f, TextFrame)) == "Checking. Refund done."
@@ -180,7 +181,7 @@ async def test_live_stream_sends_keepalive_pings() -> None:
                     break
             assert seen_ping
         run_id = response.headers["x-agent-run-id"]
-        await router.service.cancel(run_id)
+        await router.service.cancel(OBSERVER, run_id)
 
 
 @pytest.mark.ref("CANCEL-01")

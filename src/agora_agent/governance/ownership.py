@@ -1,28 +1,45 @@
-"""Ownership of threads and runs: may this actor touch this thread or run? (REFERENCE OWN-01..04)."""
+"""Ownership of threads and runs: may this caller touch this thread or run?
+
+The verdict only; `AgentService` raises `NotFoundError` / `ForbiddenError` from it and the web layer
+maps those to 404 / 403.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+from agora_agent.governance.gate import GovernanceScope, Grant
 
 __all__ = ["OwnershipDecision", "evaluate_ownership"]
+
+Verdict = Literal["owner", "privileged", "not_found", "forbidden"]
 
 
 @dataclass(frozen=True, slots=True)
 class OwnershipDecision:
-    """The verdict and the HTTP status/error body the web layer answers with when it is not ok."""
+    """`verdict`: the owner, someone the grant covers (`privileged`), `not_found` or `forbidden`."""
 
-    ok: bool
-    status: int
-    error: str | None = None
+    verdict: Verdict
+
+    @property
+    def ok(self) -> bool:
+        """Whether the caller may go on."""
+        return self.verdict in ("owner", "privileged")
 
 
-def evaluate_ownership(actor_id: str, owner_ref: str | None, privileged: bool) -> OwnershipDecision:
-    """OWN-01: unknown (owner None) -> 404 even when privileged; the owner or a privileged actor -> ok; else 403.
+def evaluate_ownership(
+    actor_id: str, owner_ref: str | None, grant: Grant, *, tenant_ref: str | None = None
+) -> OwnershipDecision:
+    """Unknown (owner None) -> not_found even for a global admin; the owner -> owner; a global grant, or a
+    `GovernanceScope` covering the row's `tenant_ref` -> privileged; anyone else -> forbidden.
 
-    `privileged` is the governance gate's verdict (False when no gate is configured, OWN-03).
+    `grant` is the governance gate's answer (False when no gate is configured).
     """
     if owner_ref is None:
-        return OwnershipDecision(ok=False, status=404, error="not found")
-    if owner_ref == actor_id or privileged:
-        return OwnershipDecision(ok=True, status=200)
-    return OwnershipDecision(ok=False, status=403, error="forbidden")
+        return OwnershipDecision("not_found")
+    if owner_ref == actor_id:
+        return OwnershipDecision("owner")
+    if grant is True or (isinstance(grant, GovernanceScope) and grant.covers(tenant_ref)):
+        return OwnershipDecision("privileged")
+    return OwnershipDecision("forbidden")

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agora_agent.actors import Actor
+from agora_agent.governance.gate import Caller
 from agora_agent.service import AgentService
 from agora_agent.streaming.frames import (
     AgentFrame,
@@ -17,7 +19,11 @@ from agora_agent.streaming.frames import (
     ToolFrame,
 )
 
-__all__ = ["RunFrames", "collect_frames", "wait_for_tool_status"]
+__all__ = ["OBSERVER", "RunFrames", "collect_frames", "wait_for_tool_status"]
+
+OBSERVER = Caller(Actor("agora-testing-observer"), grant=True)
+"""The caller the helpers read as when a test passes none: an explicit global grant (a test observes
+every run; the service's ownership rules are exercised by passing the actor instead)."""
 
 
 @dataclass
@@ -55,13 +61,18 @@ class RunFrames:
 
 
 async def collect_frames(
-    service: AgentService, run_id: str, *, after: int | None = None, timeout: float = 10
+    service: AgentService,
+    run_id: str,
+    *,
+    after: int | None = None,
+    timeout: float = 10,
+    caller: Actor | Caller = OBSERVER,
 ) -> RunFrames:
-    """Read the run's stream to its end (bounded by `timeout` seconds)."""
+    """Read the run's stream to its end (bounded by `timeout` seconds), as `caller`."""
     out = RunFrames()
 
     async def read() -> None:
-        async for event in await service.subscribe(run_id, after=after):
+        async for event in await service.subscribe(caller, run_id, after=after):
             out.events.append(event)
 
     await asyncio.wait_for(read(), timeout)
@@ -69,12 +80,17 @@ async def collect_frames(
 
 
 async def wait_for_tool_status(
-    service: AgentService, run_id: str, statuses: Sequence[str] = ("pending_approval",), *, timeout: float = 10
+    service: AgentService,
+    run_id: str,
+    statuses: Sequence[str] = ("pending_approval",),
+    *,
+    timeout: float = 10,
+    caller: Actor | Caller = OBSERVER,
 ) -> ToolFrame:
-    """Follow the stream until a tool frame reaches one of `statuses`; returns that frame."""
+    """Follow the stream until a tool frame reaches one of `statuses` (as `caller`); returns that frame."""
 
     async def find() -> ToolFrame:
-        async for event in await service.subscribe(run_id):
+        async for event in await service.subscribe(caller, run_id):
             frame = event.frame
             if isinstance(frame, ToolFrame) and frame.status in statuses:
                 return frame

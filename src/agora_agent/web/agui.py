@@ -34,8 +34,8 @@ from fastapi import APIRouter, Depends, Header, Request
 from pydantic_core import to_jsonable_python
 from starlette.responses import Response
 
-from agora_agent.actors import Actor
 from agora_agent.errors import InvalidRequestError
+from agora_agent.governance.gate import Caller
 from agora_agent.stores.base import MessageRecord, ToolCallRecord
 from agora_agent.streaming.agui import AGUIEncoder
 from agora_agent.web.client_protocols import (
@@ -95,7 +95,7 @@ def _client_arguments(messages: list[Any], tool_call_id: str) -> Any:
     return NO_ARGUMENTS
 
 
-async def agui_identity(request: Request, service: ServiceDep) -> Actor:
+async def agui_identity(request: Request, service: ServiceDep) -> Caller:
     """The caller, with the resolver of the agent `forwardedProps.agent` names (else the app's), before
     FastAPI validates the body: an anonymous caller gets 401, never a 422."""
     try:
@@ -106,11 +106,11 @@ async def agui_identity(request: Request, service: ServiceDep) -> Actor:
     return await caller_for(service, request, name if isinstance(name, str) else None)
 
 
-CallerDep = Annotated[Actor, Depends(agui_identity)]
+AGUICallerDep = Annotated[Caller, Depends(agui_identity)]
 
 
 @resolves_own_identity
-async def agui_run(request: Request, context: ContextDep, actor: CallerDep, body: RunAgentInput) -> Response:
+async def agui_run(context: ContextDep, caller: AGUICallerDep, body: RunAgentInput) -> Response:
     """A user message starts a run; `resume` answers its approval interrupts (module docstring)."""
     service = context.service
     props = body.forwarded_props if isinstance(body.forwarded_props, dict) else {}
@@ -120,10 +120,10 @@ async def agui_run(request: Request, context: ContextDep, actor: CallerDep, body
     if page_context is not None and not isinstance(page_context, dict):
         raise InvalidRequestError("forwardedProps.pageContext must be an object")
     service.agent(agent)  # unknown agent -> 404
-    target = await map_thread(service, actor, body.thread_id, request)
+    target = await map_thread(service, caller, body.thread_id)
     if body.resume:
-        verified = await verify_decisions(service, actor, request, target.thread_id, _decisions(body))
-        decided = await apply_decisions(service, actor, verified)
+        verified = await verify_decisions(service, caller, target.thread_id, _decisions(body))
+        decided = await apply_decisions(service, caller, verified)
         run_id = verified[0].run_id
         after = max((v.park.id for v in verified if v.park is not None), default=None)
         encoder = AGUIEncoder(
@@ -134,13 +134,13 @@ async def agui_run(request: Request, context: ContextDep, actor: CallerDep, body
             known_tool_calls={v.tool_call_id for v in verified},
             preamble=[CustomEvent(name="agora.decision", value=d) for d in decided],
         )
-        events = await service.subscribe(run_id, after=after)
-        return stream_response(service, encoder, run_id, target.id, events, ping_seconds=context.ping_seconds)
+        events = await service.subscribe(caller, run_id, after=after)
+        return stream_response(service, caller, encoder, run_id, target.id, events, ping_seconds=context.ping_seconds)
     last = body.messages[-1] if body.messages else None
     if last is None or last.role != "user":
         raise InvalidRequestError("the last message must be a user message (or send `resume` for interrupts)")
     started = await service.chat(
-        actor,
+        caller,
         _text(last.content),
         thread_id=target.thread_id,
         new_thread_id=None if target.thread_id else target.new_thread_id,
@@ -154,17 +154,16 @@ async def agui_run(request: Request, context: ContextDep, actor: CallerDep, body
         agora_run_id=started.run_id,
         agora_thread_id=started.thread_id,
     )
-    events = await service.subscribe(started.run_id)
+    events = await service.subscribe(caller, started.run_id)
     return stream_response(
-        service, encoder, started.run_id, started.thread_id, events, ping_seconds=context.ping_seconds
+        service, caller, encoder, started.run_id, started.thread_id, events, ping_seconds=context.ping_seconds
     )
 
 
 @resolves_own_identity
 async def agui_connect(
-    request: Request,
     context: ContextDep,
-    actor: CallerDep,
+    caller: AGUICallerDep,
     body: RunAgentInput,
     last_event_id: Annotated[
         str | None,
@@ -175,9 +174,9 @@ async def agui_connect(
     `Last-Event-ID` when given) and followed; with nothing in flight the run ends after the snapshot."""
     service = context.service
     after = parse_last_event_id(last_event_id)
-    target = await map_thread(service, actor, body.thread_id, request)
-    run = await active_run(service, target)
-    detail = await service.get_thread(target.thread_id) if target.thread_id else None
+    target = await map_thread(service, caller, body.thread_id)
+    run = await active_run(service, caller, target)
+    detail = await service.get_thread(caller, target.thread_id) if target.thread_id else None
     history = agui_messages(detail.messages, detail.tool_calls, live_run=run.id if run else None) if detail else []
     snapshot = MessagesSnapshotEvent(messages=history)
     if run is None:
@@ -200,8 +199,8 @@ async def agui_connect(
         agora_thread_id=run.thread_id,
         preamble=[snapshot],
     )
-    events = await service.subscribe(run.id, after=after)
-    return stream_response(service, encoder, run.id, run.thread_id, events, ping_seconds=context.ping_seconds)
+    events = await service.subscribe(caller, run.id, after=after)
+    return stream_response(service, caller, encoder, run.id, run.thread_id, events, ping_seconds=context.ping_seconds)
 
 
 def _result(row: ToolCallRecord) -> str | None:

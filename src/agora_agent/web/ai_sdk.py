@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from agora_agent.errors import InvalidRequestError
+from agora_agent.governance.gate import Caller
 from agora_agent.messages import ToolCall
 from agora_agent.stores.base import MessageRecord, ToolCallRecord
 from agora_agent.streaming.encoding import approval_id
@@ -38,7 +39,7 @@ from agora_agent.web.client_protocols import (
     stream_response,
     verify_decisions,
 )
-from agora_agent.web.deps import ActorDep, ContextDep, error_responses
+from agora_agent.web.deps import CallerDep, ContextDep, error_responses
 from agora_agent.web.route_class import resolves_own_identity
 from agora_agent.web.routes.chat import ChatIdentity, chat_identity, parse_last_event_id
 
@@ -136,15 +137,15 @@ async def ai_sdk_chat(
 
     The caller's identity comes from the named agent's own resolver when it has one (as `POST /chat`).
     """
-    service, actor = context.service, identity.actor
+    service, caller = context.service, Caller(identity.actor, request)
     agent = identity.agent or service.agent(body.agent)  # an unknown name raises the 404
     if body.trigger == "regenerate-message":
         raise InvalidRequestError("regenerate is not supported: send a new user message instead")
-    target = await map_thread(service, actor, body.id, request)
+    target = await map_thread(service, caller, body.id)
     last = body.messages[-1]
     if last.role == "user":
         started = await service.chat(
-            actor,
+            caller,
             _user_text(last),
             thread_id=target.thread_id,
             new_thread_id=None if target.thread_id else target.new_thread_id,
@@ -153,27 +154,26 @@ async def ai_sdk_chat(
             page_context=body.page_context,
         )
         encoder = UIMessageStreamEncoder(run_id=started.run_id, thread_id=started.thread_id)
-        events = await service.subscribe(started.run_id)
+        events = await service.subscribe(caller, started.run_id)
         return stream_response(
-            service, encoder, started.run_id, started.thread_id, events, ping_seconds=context.ping_seconds
+            service, caller, encoder, started.run_id, started.thread_id, events, ping_seconds=context.ping_seconds
         )
     decisions = _decisions(last)
     if not decisions:
         raise InvalidRequestError("the last message must be a user message or carry approval responses")
-    verified = await verify_decisions(service, actor, request, target.thread_id, decisions)
-    decided = await apply_decisions(service, actor, verified)
+    verified = await verify_decisions(service, caller, target.thread_id, decisions)
+    decided = await apply_decisions(service, caller, verified)
     run_id = verified[0].run_id
     after = max((v.park.id for v in verified if v.park is not None), default=None)
     known = {p.tool_call_id for p in last.parts if p.tool_call_id}
     encoder = UIMessageStreamEncoder(run_id=run_id, thread_id=target.id, known_tool_calls=known, decisions=decided)
-    events = await service.subscribe(run_id, after=after)
-    return stream_response(service, encoder, run_id, target.id, events, ping_seconds=context.ping_seconds)
+    events = await service.subscribe(caller, run_id, after=after)
+    return stream_response(service, caller, encoder, run_id, target.id, events, ping_seconds=context.ping_seconds)
 
 
 async def ai_sdk_resume(
-    request: Request,
     context: ContextDep,
-    actor: ActorDep,
+    caller: CallerDep,
     chat_id: Annotated[str, Path(min_length=1, max_length=200)],
     last_event_id: Annotated[
         str | None,
@@ -184,13 +184,13 @@ async def ai_sdk_resume(
     204 when nothing is in flight."""
     service = context.service
     after = parse_last_event_id(last_event_id)
-    target = await map_thread(service, actor, chat_id, request)
-    run = await active_run(service, target)
+    target = await map_thread(service, caller, chat_id)
+    run = await active_run(service, caller, target)
     if run is None:
         return Response(status_code=204)
     encoder = UIMessageStreamEncoder(run_id=run.id, thread_id=run.thread_id)
-    events = await service.subscribe(run.id, after=after)
-    return stream_response(service, encoder, run.id, run.thread_id, events, ping_seconds=context.ping_seconds)
+    events = await service.subscribe(caller, run.id, after=after)
+    return stream_response(service, caller, encoder, run.id, run.thread_id, events, ping_seconds=context.ping_seconds)
 
 
 def _tool_part(call: ToolCall, row: ToolCallRecord | None) -> dict[str, Any]:
@@ -242,20 +242,17 @@ def ui_messages(messages: list[MessageRecord], calls: list[ToolCallRecord]) -> l
 
 
 async def ai_sdk_messages(
-    request: Request,
     context: ContextDep,
-    actor: ActorDep,
+    caller: CallerDep,
     chat_id: Annotated[str, Path(min_length=1, max_length=200)],
 ) -> list[dict[str, Any]]:
     """The chat's history from our store as UI messages, for `useChat({messages})` after a reload
     (`[]` for a chat that has none yet)."""
     service = context.service
-    target = await map_thread(service, actor, chat_id, request)
+    target = await map_thread(service, caller, chat_id)
     if target.thread_id is None:
         return []
-    detail = await service.get_thread(target.thread_id)
-    if detail is None:
-        return []
+    detail = await service.get_thread(caller, target.thread_id)
     return ui_messages(detail.messages, detail.tool_calls)
 
 

@@ -27,14 +27,14 @@ from typing import Any
 from fastapi import Request
 from starlette.responses import Response
 
-from agora_agent.actors import Actor
 from agora_agent.errors import ConflictError, InvalidRequestError, NotFoundError
+from agora_agent.governance.gate import Caller
 from agora_agent.service import AgentService
 from agora_agent.stores.base import RunRecord
 from agora_agent.streaming.encoding import Parked, RunSummary, StreamEncoder, approval_id, encode_run, parse_approval_id
 from agora_agent.streaming.frames import StreamEvent, ToolFrame
 from agora_agent.tools.registry import args_hash
-from agora_agent.web.access import authenticate, require_owner
+from agora_agent.web.access import authenticate
 from agora_agent.web.route_class import set_actor
 from agora_agent.web.sse import event_source_response
 
@@ -59,7 +59,7 @@ NO_ARGUMENTS: Any = object()
 _PARK_LOOKUP_SECONDS = 5.0
 
 
-async def caller_for(service: AgentService, request: Request, agent_name: str | None) -> Actor:
+async def caller_for(service: AgentService, request: Request, agent_name: str | None) -> Caller:
     """401 unless the agent's own resolver (or the router's) names the caller; recorded on the request."""
     try:
         definition = service.agent(agent_name)
@@ -68,7 +68,7 @@ async def caller_for(service: AgentService, request: Request, agent_name: str | 
     resolver = (definition.actor_resolver if definition else None) or service.config.actor_resolver
     actor = await authenticate(resolver, request)
     set_actor(request, actor)
-    return actor
+    return Caller(actor, request)
 
 
 # -- threads ---------------------------------------------------------------------------------------
@@ -92,32 +92,30 @@ def derived_thread_id(actor_id: str, client_id: str) -> str:
     return f"ui-{digest[:32]}"
 
 
-async def map_thread(service: AgentService, actor: Actor, client_id: str, request: Request) -> ThreadTarget:
-    """The caller's thread for a client chat id (see the module docstring); 404/403 per OWN-01."""
-
-    async def privileged() -> bool:
-        return await service.is_privileged(actor, request)
-
-    owner = await service.thread_owner(client_id)
-    if owner is not None:
-        await require_owner("thread", owner, actor, privileged)
-        return ThreadTarget(thread_id=client_id, new_thread_id=client_id)
-    derived = derived_thread_id(actor.id, client_id)
-    owner = await service.thread_owner(derived)
-    if owner is not None:
-        await require_owner("thread", owner, actor, privileged)
-        return ThreadTarget(thread_id=derived, new_thread_id=derived)
-    return ThreadTarget(thread_id=None, new_thread_id=derived)
+async def map_thread(service: AgentService, caller: Caller, client_id: str) -> ThreadTarget:
+    """The caller's thread for a client chat id (see the module docstring); ForbiddenError when it is
+    someone else's and no grant covers it."""
+    for candidate in (client_id, derived_thread_id(caller.actor.id, client_id)):
+        try:
+            await service.thread_record(caller, candidate)
+        except NotFoundError:
+            continue
+        return ThreadTarget(thread_id=candidate, new_thread_id=candidate)
+    return ThreadTarget(thread_id=None, new_thread_id=derived_thread_id(caller.actor.id, client_id))
 
 
-async def active_run(service: AgentService, target: ThreadTarget) -> RunRecord | None:
+async def active_run(service: AgentService, caller: Caller, target: ThreadTarget) -> RunRecord | None:
     """The thread's run in flight (its active stream, still running), or None."""
     if target.thread_id is None:
         return None
-    thread = await service.store.get_thread(target.thread_id)
-    run_id = thread.active_stream_id if thread is not None else None
-    run = await service.get_run(run_id) if run_id else None
-    return run if run is not None and run.status == "running" else None
+    thread = await service.thread_record(caller, target.thread_id)
+    if thread.active_stream_id is None:
+        return None
+    try:
+        run = await service.get_run(caller, thread.active_stream_id)
+    except NotFoundError:
+        return None
+    return run if run.status == "running" else None
 
 
 # -- decisions -------------------------------------------------------------------------------------
@@ -142,7 +140,6 @@ class VerifiedDecision:
     tool_call_id: str
     approved: bool
     reason: str | None
-    privileged: bool
     park: StreamEvent | None
 
 
@@ -164,12 +161,12 @@ def _same_arguments(client: Any, parked: Any) -> bool:
     return dumps(_canonical(client), sort_keys=True) == dumps(_canonical(parked), sort_keys=True)
 
 
-async def find_park(service: AgentService, run_id: str, tool_call_id: str) -> StreamEvent | None:
+async def find_park(service: AgentService, caller: Caller, run_id: str, tool_call_id: str) -> StreamEvent | None:
     """The run's `pending_approval` frame for the call (a replay of its stream), or None when this
     process no longer holds the stream. Bounded: the frame follows the approval row within moments."""
 
     async def scan() -> StreamEvent | None:
-        events = await service.subscribe(run_id)
+        events = await service.subscribe(caller, run_id)
         try:
             async for event in events:
                 frame = event.frame
@@ -193,7 +190,7 @@ async def find_park(service: AgentService, run_id: str, tool_call_id: str) -> St
 
 
 async def verify_decisions(
-    service: AgentService, actor: Actor, request: Request, thread_id: str | None, decisions: Sequence[ClientDecision]
+    service: AgentService, caller: Caller, thread_id: str | None, decisions: Sequence[ClientDecision]
 ) -> list[VerifiedDecision]:
     """Check every decision before any is applied (see the module docstring). Raises the first refusal:
     NotFoundError (unknown, or not this thread's), ForbiddenError (not the caller's run), ConflictError
@@ -210,14 +207,10 @@ async def verify_decisions(
             raise InvalidRequestError(
                 f"approval {decision.approval_id!r} does not belong to tool call {decision.tool_call_id!r}"
             )
-        run = await service.get_run(run_id)
+        run = await service.store.get_run(run_id)  # a run outside this chat is not found, whoever owns it
         if run is None or thread_id is None or run.thread_id != thread_id:
             raise NotFoundError(f"approval {decision.approval_id!r} not found in this chat")
-
-        async def privileged_check() -> bool:
-            return await service.is_privileged(actor, request)
-
-        privileged = await require_owner("run", run.actor_ref, actor, privileged_check)
+        await service.get_run(caller, run_id)  # ForbiddenError: not the caller's to decide
         approval = await service.store.get_approval(run_id, tool_call_id)
         if approval is None:
             raise NotFoundError(f"approval {decision.approval_id!r} not found")
@@ -226,7 +219,7 @@ async def verify_decisions(
                 f"tool call already {approval.status}",
                 detail={"status": approval.status, "decidedBy": approval.decided_by, "reason": approval.reason},
             )
-        park = await find_park(service, run_id, tool_call_id)
+        park = await find_park(service, caller, run_id, tool_call_id)
         if decision.arguments is not NO_ARGUMENTS:
             if park is not None:
                 assert isinstance(park.frame, ToolFrame)
@@ -245,7 +238,6 @@ async def verify_decisions(
                 tool_call_id=tool_call_id,
                 approved=decision.approved,
                 reason=decision.reason,
-                privileged=privileged,
                 park=park,
             )
         )
@@ -255,7 +247,7 @@ async def verify_decisions(
 
 
 async def apply_decisions(
-    service: AgentService, actor: Actor, verified: Sequence[VerifiedDecision]
+    service: AgentService, caller: Caller, verified: Sequence[VerifiedDecision]
 ) -> list[dict[str, Any]]:
     """Hand each verified decision to the service, which applies its own rules (403/409 may still come).
 
@@ -264,9 +256,9 @@ async def apply_decisions(
     decided: list[dict[str, Any]] = []
     for v in verified:
         if v.approved:
-            record = await service.approve(actor, v.run_id, v.tool_call_id, privileged=v.privileged)
+            record = await service.approve(caller, v.run_id, v.tool_call_id)
         else:
-            record = await service.reject(actor, v.run_id, v.tool_call_id, reason=v.reason, privileged=v.privileged)
+            record = await service.reject(caller, v.run_id, v.tool_call_id, reason=v.reason)
         decided.append(
             {
                 "toolCallId": record.tool_call_id,
@@ -282,10 +274,11 @@ async def apply_decisions(
 # -- streaming -------------------------------------------------------------------------------------
 
 
-async def run_summary(service: AgentService, run_id: str) -> RunSummary | None:
+async def run_summary(service: AgentService, caller: Caller, run_id: str) -> RunSummary | None:
     """Status, tokens and cost of the run from the store."""
-    run = await service.get_run(run_id)
-    if run is None:
+    try:
+        run = await service.get_run(caller, run_id)
+    except NotFoundError:
         return None
     return RunSummary(
         run_id=run.id,
@@ -300,6 +293,7 @@ async def run_summary(service: AgentService, run_id: str) -> RunSummary | None:
 
 def stream_response(
     service: AgentService,
+    caller: Caller,
     encoder: StreamEncoder,
     run_id: str,
     thread_id: str,
@@ -327,7 +321,11 @@ def stream_response(
         logger.error("agora-agent: streaming run %s failed", run_id, exc_info=exc)
 
     body = encode_run(
-        encoder, events, still_parked=still_parked, summary=lambda: run_summary(service, run_id), on_error=on_error
+        encoder,
+        events,
+        still_parked=still_parked,
+        summary=lambda: run_summary(service, caller, run_id),
+        on_error=on_error,
     )
     headers = {**encoder.headers, "X-Agent-Run-Id": run_id, "X-Agent-Thread-Id": thread_id}
     response: Response = event_source_response(body, headers=headers, ping_seconds=ping_seconds)

@@ -3,7 +3,12 @@
 The route class (`web/route_class.py`) puts the router's `RouteContext` on each request before the
 endpoint runs, so handlers are plain module-level functions that declare what they need:
 
-    async def cancel(service: ServiceDep, actor: ActorDep, run_id: str) -> AbortedResponse: ...
+    async def cancel(service: ServiceDep, caller: CallerDep, run_id: str) -> AbortedResponse:
+        return AbortedResponse(cancelled=await service.cancel(caller, run_id))
+
+`CallerDep` is the resolved actor with this request: the service asks `governance_authorize(actor,
+request)` itself, once, when privilege matters. `GrantDep` is for the governance views: 403 unless the
+gate admits the caller, and the grant (True, or a `GovernanceScope`) for the queries to filter by.
 """
 
 from __future__ import annotations
@@ -15,11 +20,24 @@ from fastapi import Depends, Request
 
 from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError
+from agora_agent.governance.gate import Caller, Grant
 from agora_agent.service import AgentService
 from agora_agent.web.route_class import CONTEXT_STATE, current_actor
 from agora_agent.web.schemas import ErrorBody
 
-__all__ = ["ActorDep", "ContextDep", "RouteContext", "ServiceDep", "error_responses", "route_context", "service_of"]
+__all__ = [
+    "ActorDep",
+    "CallerDep",
+    "ContextDep",
+    "GrantDep",
+    "RouteContext",
+    "ServiceDep",
+    "current_caller",
+    "error_responses",
+    "governance_grant",
+    "route_context",
+    "service_of",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,6 +64,22 @@ def service_of(request: Request) -> AgentService:
 ServiceDep = Annotated[AgentService, Depends(service_of)]
 ContextDep = Annotated[RouteContext, Depends(route_context)]
 ActorDep = Annotated[Actor, Depends(current_actor)]
+
+
+def current_caller(request: Request, actor: ActorDep) -> Caller:
+    """FastAPI dependency: the caller of this request (its actor, and the request the gate may look at)."""
+    return Caller(actor, request)
+
+
+CallerDep = Annotated[Caller, Depends(current_caller)]
+
+
+async def governance_grant(service: ServiceDep, caller: CallerDep) -> Grant:
+    """FastAPI dependency of every governance view: ForbiddenError unless the gate admits the caller."""
+    return await service.governance_grant(caller)
+
+
+GrantDep = Annotated[Grant, Depends(governance_grant)]
 
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from agora_agent import Actor, AgentConfig, AgentService, ToolContext, tool
 from agora_agent.governance.quota import Budget
 from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from agora_agent.models.base import TextCallback
+from agora_agent.testing.helpers import OBSERVER
 
 LEDGER = sys.argv[2] if len(sys.argv) > 2 else "ledger.db"
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 0)
@@ -62,16 +63,16 @@ async def worker(service: AgentService, actor: Actor) -> None:
     while True:
         started = await service.chat(actor, "pay someone")
         for _ in range(200):
-            pending = await service.pending_approvals(actor.id)
+            pending = await service.pending_approvals(actor)
             mine = [p for p in pending if p.run_id == started.run_id]
             if mine:
                 await service.approve(actor, started.run_id, mine[0].tool_call_id)
                 break
-            run = await service.get_run(started.run_id)
+            run = await service.get_run(OBSERVER, started.run_id)
             if run is not None and run.status != "running":
                 break
             await asyncio.sleep(0.01)
-        await service.wait_for_run(started.run_id, timeout=30)
+        await service.wait_for_run(OBSERVER, started.run_id, timeout=30)
 
 
 async def main() -> None:

@@ -22,6 +22,7 @@ from agora_agent.models.base import TextCallback
 from agora_agent.stores.sql import SqlQuotaStore, create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.tables import budget_counter, budget_reservation, token_usage
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, collect_frames, wait_for_tool_status
+from agora_agent.testing.helpers import OBSERVER
 from tests.stores.sql.conftest import empty_database
 
 ALICE = Actor("alice", roles=("support",))
@@ -79,7 +80,7 @@ async def test_an_approved_action_that_started_is_unknown_after_crash_never_expi
 
         model = FakeModel(script)
         async with AgentService.from_config(AgentConfig(**{**config.__dict__, "model": model})) as restarted:
-            run = await restarted.get_run(started.run_id)
+            run = await restarted.get_run(OBSERVER, started.run_id)
             assert run is not None and run.status == "failed" and (run.error or "").startswith("interrupted")
             row = await restarted.store.get_tool_call(started.run_id, pending.tool_call_id)
             assert row is not None and row.status == "unknown_after_crash"
@@ -90,7 +91,7 @@ async def test_an_approved_action_that_started_is_unknown_after_crash_never_expi
 
             # The model is told the outcome is unknown and not to retry blindly.
             follow_up = await restarted.chat(ALICE, "did it go through?", thread_id=started.thread_id)
-            await restarted.wait_for_run(follow_up.run_id)
+            await restarted.wait_for_run(OBSERVER, follow_up.run_id)
             told = [r for m in model.requests[0].messages for r in m.tool_results]
             assert len(told) == 1 and told[0].is_error
             assert json.loads(told[0].content)["outcome"] == "unknown"
@@ -147,7 +148,7 @@ async def test_a_crash_during_a_model_call_does_not_keep_its_reservation(url: st
         ok = AgentConfig(model=FakeModel(lambda r, t: ScriptedTurn(text="fine")), store=url, budget=budget, **LEASE)
         async with AgentService.from_config(ok) as restarted:
             second = await restarted.chat(ALICE, "again")
-            await restarted.wait_for_run(second.run_id)
+            await restarted.wait_for_run(OBSERVER, second.run_id)
         used, reserved, ledger, live = await _counter_and_ledger(url)
         assert (reserved, live) == (0, 0)  # the crashed run's reservation was released by recovery
         assert used == ledger > 0  # counter = ledger + live reservations
@@ -183,7 +184,7 @@ async def test_a_live_process_recovers_a_dead_owners_run_without_a_restart(url: 
             pending = await wait_for_tool_status(a, started.run_id)
             await crash(a)
             for _ in range(50):  # B's heartbeat tick recovers it
-                run = await b.get_run(started.run_id)
+                run = await b.get_run(OBSERVER, started.run_id)
                 if run is not None and run.status != "running":
                     break
                 await asyncio.sleep(0.1)
@@ -208,7 +209,7 @@ async def test_a_second_process_starting_does_not_touch_a_live_process_runs(url:
         async with AgentService.from_config(config):
             await asyncio.sleep(LEASE["run_lease_ttl"] + 0.2)  # several ticks of both keepers
         approval = await live.store.get_approval(started.run_id, pending.tool_call_id)
-        run = await live.get_run(started.run_id)
+        run = await live.get_run(OBSERVER, started.run_id)
         assert approval is not None and approval.status == "pending"
         assert run is not None and run.status == "running"
-        await live.cancel(started.run_id)
+        await live.cancel(OBSERVER, started.run_id)

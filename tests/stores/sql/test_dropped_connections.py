@@ -20,6 +20,7 @@ from agora_agent.actors import HeaderActorResolver
 from agora_agent.messages import ModelRequest, ModelTurn, Usage
 from agora_agent.models.base import TextCallback
 from agora_agent.stores.sql import open_sql_backend
+from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web import create_app
 from tests.contract.sql_factories import fresh_postgres_database
 
@@ -142,7 +143,7 @@ async def test_an_outage_is_a_503_and_the_run_in_flight_ends_failed(pg_url: str)
         await asyncio.sleep(1.0)
         proxy.port = urlsplit(proxy.url_for(pg_url)).port or 0
         await proxy.start()  # …the database comes back while it retries recording its end
-        await service.wait_for_run(run_id, timeout=20)
-        run = await service.get_run(run_id)
+        await service.wait_for_run(OBSERVER, run_id, timeout=20)
+        run = await service.get_run(OBSERVER, run_id)
         assert run is not None and run.status == "failed"  # never stuck `running`
     await proxy.cut()

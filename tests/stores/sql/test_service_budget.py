@@ -18,6 +18,7 @@ from agora_agent.stores.sql import create_engine_from_url
 from agora_agent.stores.sql.migrate import upgrade
 from agora_agent.testing import FakeModel
 from agora_agent.testing.fake_model import ScriptedTurn
+from agora_agent.testing.helpers import OBSERVER
 from tests.stores.sql.conftest import empty_database
 
 LIMIT, RESERVE, TURN = 1_000, 100, Usage(input_tokens=60, output_tokens=30)  # one turn uses 90 <= 100 reserved
@@ -50,7 +51,7 @@ async def test_fifty_concurrent_chats_overshoot_at_most_one_reservation(backend:
                     started = await service.chat(actor, "hello")
                 except QuotaExceededError:
                     return None  # refused before the run started (HTTP 429)
-                run = await service.wait_for_run(started.run_id, timeout=60)
+                run = await service.wait_for_run(OBSERVER, started.run_id, timeout=60)
                 return run.status
 
             tasks = [asyncio.create_task(one_chat()) for _ in range(50)]

@@ -20,6 +20,7 @@ from agora_agent.stores.sql import open_sql_backend
 from agora_agent.stores.sql.engine import WRITE
 from agora_agent.stores.sql.units import units_for
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
+from agora_agent.testing.helpers import OBSERVER
 
 # Per tool-calling model step: reserve (3 statements), the assistant step — settle, message, usage row,
 # rollup — (6), the tool call's start (1) and its result (1); four write transactions.
@@ -100,12 +101,13 @@ async def test_one_governed_step_stays_within_its_statement_and_transaction_budg
     try:
         async with AgentService.from_config(config) as service:
             first = await service.chat(actor, "1")
-            await service.wait_for_run(first.run_id)
+            await service.wait_for_run(OBSERVER, first.run_id)
 
             async def counted_run(tool_steps: int) -> Counts:
                 with counting(engines) as counts:
                     started = await service.chat(actor, str(tool_steps), thread_id=first.thread_id)
-                    run = await service.wait_for_run(started.run_id)
+                    await service.runner.wait(started.run_id, 30)  # the run's own statements only
+                run = await service.wait_for_run(OBSERVER, started.run_id)
                 assert run.status == "completed" and run.step_count == tool_steps + 1
                 return counts
 

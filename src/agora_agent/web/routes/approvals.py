@@ -1,35 +1,29 @@
 """Decide a pending action: approve or reject one tool call of a run.
 
 Unknown run or tool call -> 404; already decided -> 409 with the standing decision in `detail`;
-not the requester's and not privileged, or approving without one of the tool's `approver_roles` -> 403.
+not the requester's and no governance grant covering the run, or approving without one of the tool's
+`approver_roles` -> 403.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
-from agora_agent.web.access import own_run
-from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
+from agora_agent.web.deps import CallerDep, ServiceDep, error_responses
 from agora_agent.web.schemas import ApprovalDecisionResponse, ApproveRequest, RejectRequest
 
 __all__ = ["add_routes", "approve", "reject"]
 
 
-async def approve(
-    request: Request, service: ServiceDep, actor: ActorDep, body: ApproveRequest
-) -> ApprovalDecisionResponse:
+async def approve(service: ServiceDep, caller: CallerDep, body: ApproveRequest) -> ApprovalDecisionResponse:
     """Approve a pending action; the run continues and executes it."""
-    privileged = await own_run(service, body.run_id, actor, request)
-    record = await service.approve(actor, body.run_id, body.tool_call_id, privileged=privileged)
+    record = await service.approve(caller, body.run_id, body.tool_call_id)
     return ApprovalDecisionResponse.of(record)
 
 
-async def reject(
-    request: Request, service: ServiceDep, actor: ActorDep, body: RejectRequest
-) -> ApprovalDecisionResponse:
+async def reject(service: ServiceDep, caller: CallerDep, body: RejectRequest) -> ApprovalDecisionResponse:
     """Reject a pending action; `reason` is fed back to the model."""
-    privileged = await own_run(service, body.run_id, actor, request)
-    record = await service.reject(actor, body.run_id, body.tool_call_id, reason=body.reason, privileged=privileged)
+    record = await service.reject(caller, body.run_id, body.tool_call_id, reason=body.reason)
     return ApprovalDecisionResponse.of(record)
 
 

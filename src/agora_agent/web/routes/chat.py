@@ -17,8 +17,9 @@ from starlette.responses import Response
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
 from agora_agent.errors import InvalidRequestError, NotFoundError
-from agora_agent.web.access import authenticate, own_run, own_thread
-from agora_agent.web.deps import ActorDep, ContextDep, ServiceDep, error_responses
+from agora_agent.governance.gate import Caller
+from agora_agent.web.access import authenticate
+from agora_agent.web.deps import CallerDep, ContextDep, ServiceDep, error_responses
 from agora_agent.web.route_class import resolves_own_identity, set_actor
 from agora_agent.web.schemas import AbortedResponse, ChatRequest
 from agora_agent.web.sse import event_source_response, run_event_stream
@@ -78,10 +79,9 @@ async def chat(
     """
     service = context.service
     agent = identity.agent or service.agent(body.agent)  # an unknown name raises the 404 naming the known ones
-    if body.thread_id is not None:
-        await own_thread(service, body.thread_id, identity.actor, request)
+    caller = Caller(identity.actor, request)
     started = await service.chat(
-        identity.actor,
+        caller,
         body.message,
         thread_id=body.thread_id,
         agent=agent.name,
@@ -90,7 +90,7 @@ async def chat(
         attachments=[a.to_attachment() for a in body.attachments or ()],
         ui_capabilities=body.ui_capabilities,
     )
-    events = await service.subscribe(started.run_id)
+    events = await service.subscribe(caller, started.run_id)
     return event_source_response(
         run_event_stream(started.run_id, started.thread_id, events),
         headers={"X-Agent-Run-Id": started.run_id, "X-Agent-Thread-Id": started.thread_id},
@@ -99,9 +99,8 @@ async def chat(
 
 
 async def reattach(
-    request: Request,
     context: ContextDep,
-    actor: ActorDep,
+    caller: CallerDep,
     run_id: Annotated[str, Path(min_length=1)],
     last_event_id: Annotated[
         str | None,
@@ -113,19 +112,15 @@ async def reattach(
     Disconnecting never cancels the run. The `meta` frame carries only `runId`.
     """
     after = parse_last_event_id(last_event_id)
-    await own_run(context.service, run_id, actor, request)
-    events = await context.service.subscribe(run_id, after=after)
+    events = await context.service.subscribe(caller, run_id, after=after)
     return event_source_response(
         run_event_stream(run_id, None, events), headers={"X-Agent-Run-Id": run_id}, ping_seconds=context.ping_seconds
     )
 
 
-async def cancel(
-    request: Request, service: ServiceDep, actor: ActorDep, run_id: Annotated[str, Path(min_length=1)]
-) -> AbortedResponse:
+async def cancel(service: ServiceDep, caller: CallerDep, run_id: Annotated[str, Path(min_length=1)]) -> AbortedResponse:
     """Cancel the run: its model call or tool is cancelled, and its stream ends with `done`."""
-    await own_run(service, run_id, actor, request)
-    return AbortedResponse(cancelled=await service.cancel(run_id))
+    return AbortedResponse(cancelled=await service.cancel(caller, run_id))
 
 
 def parse_last_event_id(raw: str | None) -> int | None:

@@ -41,8 +41,8 @@ from agora_agent.observability.events import (
     ToolCallStatusChanged,
 )
 from agora_agent.service import AgentService
-from agora_agent.web.deps import ContextDep, ServiceDep, error_responses
-from agora_agent.web.routes.governance import gate, governance_mount_plan
+from agora_agent.web.deps import ContextDep, ServiceDep, error_responses, governance_grant
+from agora_agent.web.routes.governance import governance_mount_plan
 from agora_agent.web.sse import event_source_response
 
 __all__ = ["add_routes"]
@@ -157,7 +157,7 @@ def add_routes(router: APIRouter, config: AgentConfig) -> None:
     if not gated:
         return
     tags: list[str | Enum] = ["governance"]
-    deps = [Depends(gate)]
+    deps = [Depends(governance_grant)]
     responses = error_responses(403, 404, 422)
     router.get(
         "/governance/runs/{run_id}/inspect",

@@ -20,11 +20,10 @@ from datetime import UTC, date, datetime
 from enum import Enum
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict
 from starlette.responses import JSONResponse
 
-from agora_agent.actors import Actor
 from agora_agent.config import AgentConfig
 from agora_agent.errors import InvalidRequestError, NotFoundError
 from agora_agent.governance.price_changes import set_price
@@ -47,8 +46,7 @@ from agora_agent.governance.queries import (
 )
 from agora_agent.rag.stats import RetrievalStats
 from agora_agent.service import AgentService
-from agora_agent.web.access import require_gate
-from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
+from agora_agent.web.deps import ActorDep, CallerDep, ServiceDep, error_responses, governance_grant
 from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_name
 
 __all__ = ["add_routes", "governance_mount_plan", "parse_limit"]
@@ -173,13 +171,6 @@ def _pricing(service: AgentService) -> PricingStore:
     if store is None:
         raise NotFoundError("not found")
     return store
-
-
-async def gate(request: Request, service: ServiceDep, actor: ActorDep) -> Actor:
-    """FastAPI dependency of every `governance/*` route: 403 unless `governance_authorize` admits the caller."""
-    config = service.config
-    await require_gate(actor, request, config.governance_authorize, debug=config.debug)
-    return actor
 
 
 async def my_approvals(service: ServiceDep, actor: ActorDep, limit: LimitQ = None) -> JSONResponse:
@@ -320,9 +311,11 @@ async def list_prices(service: ServiceDep) -> JSONResponse:
     return JSONResponse([p.model_dump(by_alias=True, mode="json", exclude_none=True) for p in prices])
 
 
-async def upsert_price(service: ServiceDep, body: PriceUpsertRequest, actor: Actor = Depends(gate)) -> OkResponse:
+async def upsert_price(service: ServiceDep, caller: CallerDep, body: PriceUpsertRequest) -> OkResponse:
     """Set a model's current price (atomically supersedes the previous one; audited). A rate beyond 10× (or
-    1/10) of the current one needs `"confirm": true`, else 422 saying why."""
+    1/10) of the current one needs `"confirm": true`, else 422 saying why. Prices are every tenant's, so
+    this needs a global governance grant (a tenant admin gets 403)."""
+    await service.global_grant(caller)
     price = ModelPrice(
         model_id=body.model_id.strip(),
         input_price_per_1m=body.input_price_per_1m,
@@ -330,7 +323,7 @@ async def upsert_price(service: ServiceDep, body: PriceUpsertRequest, actor: Act
         cache_write_price_per_1m=body.cache_write_price_per_1m,
         cache_read_price_per_1m=body.cache_read_price_per_1m,
     )
-    await set_price(_pricing(service), service.audit, price, actor_ref=actor.id, confirm=body.confirm)
+    await set_price(_pricing(service), service.audit, price, actor_ref=caller.actor.id, confirm=body.confirm)
     return OkResponse()
 
 
@@ -362,7 +355,7 @@ def add_routes(router: APIRouter, config: AgentConfig) -> None:
     if not gated:
         logger.warning(GATE_WARNING.format(prefix=config.prefix))
         return
-    gated_deps = [Depends(gate)]
+    gated_deps = [Depends(governance_grant)]
     responses = error_responses(403, 404, 422)
     for path, model, endpoint in _GATED_READS:
         optional = endpoint in (thread_detail, rag_stats)

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
+from agora_agent.web.deps import CallerDep, ServiceDep, error_responses
 from agora_agent.web.schemas import QuotaTodayOut
 
 __all__ = ["add_routes", "quota_today"]
 
 
-async def quota_today(service: ServiceDep, actor: ActorDep) -> QuotaTodayOut:
+async def quota_today(service: ServiceDep, caller: CallerDep) -> QuotaTodayOut:
     """Tokens the caller used today (UTC), with the budget's limits when one applies."""
-    q = await service.quota_today(actor)
+    q = await service.quota_today(caller)
     return QuotaTodayOut(
         day=q.day,
         used_tokens=q.used_tokens,

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 
-from agora_agent.errors import NotFoundError
-from agora_agent.web.access import own_thread
-from agora_agent.web.deps import ActorDep, ServiceDep, error_responses
+from agora_agent.web.deps import ActorDep, CallerDep, ServiceDep, error_responses
 from agora_agent.web.schemas import (
     MessageOut,
     OkResponse,
@@ -45,12 +43,9 @@ async def persona_catalog(
     return [PersonaOut(id=p.id, label=p.label) for p in service.persona_catalog(agent)]
 
 
-async def get_thread(request: Request, service: ServiceDep, actor: ActorDep, thread_id: str) -> ThreadDetailOut:
+async def get_thread(service: ServiceDep, caller: CallerDep, thread_id: str) -> ThreadDetailOut:
     """The thread with its messages and the audit rows of its tool calls."""
-    await own_thread(service, thread_id, actor, request)
-    detail = await service.get_thread(thread_id)
-    if detail is None:
-        raise NotFoundError("thread not found")
+    detail = await service.get_thread(caller, thread_id)
     return ThreadDetailOut(
         **ThreadSummaryOut.of(detail.thread, detail.last_message_preview).model_dump(),
         messages=[MessageOut.of(m) for m in detail.messages],
@@ -63,27 +58,22 @@ async def get_thread(request: Request, service: ServiceDep, actor: ActorDep, thr
 
 
 async def rename_thread(
-    request: Request, service: ServiceDep, actor: ActorDep, thread_id: str, body: RenameThreadRequest
+    service: ServiceDep, caller: CallerDep, thread_id: str, body: RenameThreadRequest
 ) -> OkResponse:
     """Rename the thread (1-200 characters)."""
-    await own_thread(service, thread_id, actor, request)
-    await service.rename_thread(thread_id, body.title)
+    await service.rename_thread(caller, thread_id, body.title)
     return OkResponse()
 
 
-async def delete_thread(request: Request, service: ServiceDep, actor: ActorDep, thread_id: str) -> OkResponse:
+async def delete_thread(service: ServiceDep, caller: CallerDep, thread_id: str) -> OkResponse:
     """Soft-delete the thread; afterwards it is 404 for everyone."""
-    await own_thread(service, thread_id, actor, request)
-    await service.delete_thread(thread_id)
+    await service.delete_thread(caller, thread_id)
     return OkResponse()
 
 
-async def fork_thread(
-    request: Request, service: ServiceDep, actor: ActorDep, thread_id: str, message_id: str
-) -> ThreadSummaryOut:
+async def fork_thread(service: ServiceDep, caller: CallerDep, thread_id: str, message_id: str) -> ThreadSummaryOut:
     """A new thread holding the messages up to and including `message_id`."""
-    await own_thread(service, thread_id, actor, request)
-    return ThreadSummaryOut.of_summary(await service.fork_thread(thread_id, message_id))
+    return ThreadSummaryOut.of_summary(await service.fork_thread(caller, thread_id, message_id))
 
 
 def add_routes(router: APIRouter) -> None:
