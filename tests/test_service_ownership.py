@@ -3,6 +3,7 @@ decides found / not found / forbidden itself, and nothing changes when it refuse
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -47,10 +48,8 @@ async def world() -> AsyncIterator[tuple[AgentService, Ids]]:
 
 
 async def _wait(service: AgentService, who: Actor | Caller, run_id: str) -> None:
-    try:
+    with contextlib.suppress(TimeoutError):  # allowed, and the run is still parked
         await service.wait_for_run(who, run_id, timeout=0.01)
-    except TimeoutError:
-        pass  # allowed, and the run is still parked
 
 
 async def _drain(service: AgentService, who: Actor | Caller, run_id: str) -> None:
