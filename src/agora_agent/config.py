@@ -24,7 +24,7 @@ from agora_agent.tools.retry import TransientRetry
 from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
-    from agora_agent.genui.components import ComponentRegistry
+    from agora_agent.genui.components import ComponentSource
     from agora_agent.genui.present import PresentationErrorHandler
     from agora_agent.governance.gate import GovernanceScope
     from agora_agent.mcp.config import MCPServer
@@ -115,8 +115,9 @@ class AgentConfig:
       reach — always for text attachments, for images/PDFs when `attachment_download_remote` is on;
       text attachments are inlined up to `attachment_text_max_chars`.
     - `components`: the generative-UI `ComponentRegistry` tools push into (default: the builtins
-      `DataTable` and `Chart`); `on_presentation_error(error, info)` hears a failed `present()`
-      (default: a warning in the log).
+      `DataTable` and `Chart`), or a function `(actor) -> ComponentRegistry | None` choosing one per
+      caller (per tenant; None means the builtins), asked at a tool call's first push;
+      `on_presentation_error(error, info)` hears a failed `present()` (default: a warning in the log).
     """
 
     model: ModelProvider | str | Callable[[], ModelProvider]
@@ -143,7 +144,7 @@ class AgentConfig:
     tool_transient_retry: TransientRetry | bool = True
     redactor: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     debug: bool = False
-    components: ComponentRegistry | None = None
+    components: ComponentSource | None = None
     on_presentation_error: PresentationErrorHandler | None = None
     recover_interrupted_runs: bool | None = None
     durable: bool | DurableConfig = False

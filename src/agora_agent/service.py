@@ -32,7 +32,7 @@ from agora_agent.errors import (
     NotFoundError,
     QuotaExceededError,
 )
-from agora_agent.genui.components import ComponentRegistry
+from agora_agent.genui.components import ComponentRegistry, ComponentSource
 from agora_agent.governance.audit import AuditLog, MemoryAuditLog
 from agora_agent.governance.gate import Caller, Grant
 from agora_agent.governance.ownership import OwnershipDecision, evaluate_ownership
@@ -134,7 +134,7 @@ class AgentService:
             for tool in discover_tools(config.tools_package):
                 self.registry.register(tool)
         self.registry.warn_unguarded_actions()
-        self.components = config.components if config.components is not None else ComponentRegistry()
+        self.components: ComponentSource = config.components if config.components is not None else ComponentRegistry()
         self.attachment_preparer = AttachmentPreparer(
             store=config.attachment_staging,
             downloader=config.attachment_downloader,

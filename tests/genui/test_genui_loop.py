@@ -277,3 +277,64 @@ def test_catalog_describes_each_component_and_hides_internal_ones() -> None:
     assert "Spinner" not in str(schema) and "DataTable" in str(schema)
     flat = genui(component_tools=["Chart"])
     assert [t.spec.name for t in flat] == ["ui__render", "ui__chart"]
+
+
+class PointsProps(BaseModel):
+    points: int
+
+
+LOYALTY = create_component("LoyaltyCard", props=PointsProps, description="acme's loyalty points")
+
+
+def present_points(output: dict[str, Any], ctx: ToolContext) -> Presentation:
+    return LOYALTY(points=output["points"])
+
+
+@tool(present=present_points)
+async def my_points(ctx: ToolContext) -> dict[str, Any]:
+    """The caller's loyalty points."""
+    return {"points": 120}
+
+
+async def test_a_per_tenant_registry_lets_only_that_tenant_draw_its_component(make: Any) -> None:
+    acme = ComponentRegistry([LOYALTY])
+    asked: list[str] = []
+    errors: list[PresentationErrorInfo] = []
+
+    def components(actor: Actor) -> ComponentRegistry | None:
+        asked.append(actor.id)
+        return acme if actor.tenant_ref == "acme" else None  # everyone else: the builtins only
+
+    service = await make(
+        calls(ToolCallRequest("my_points", {})),
+        tools=[my_points],
+        components=components,
+        on_presentation_error=lambda error, info: errors.append(info),
+    )
+    drawn, detail = await run_once(service)
+    assert [c.name for c in drawn] == ["LoyaltyCard"] and drawn[0].data == {"points": 120}
+    assert [c["name"] for c in detail.tool_calls[0].components] == ["LoyaltyCard"]  # kept with the thread
+
+    bob = Actor("bob", roles=("support",), tenant_ref="globex")
+    started = await service.chat(bob, "go")
+    frames = await collect_frames(service, started.run_id)
+    run = await service.wait_for_run(started.run_id)
+    assert run.status == "completed"  # a presentation the tenant cannot draw never fails the call
+    assert not [f for f in frames.frames if isinstance(f, ComponentFrame)]
+    assert [e.tool_name for e in errors] == ["my_points"]
+    assert asked == ["alice", "bob"]
+
+
+async def test_a_registry_function_returning_something_else_is_a_presentation_error(make: Any) -> None:
+    errors: list[Exception] = []
+    service = await make(
+        calls(ToolCallRequest("my_points", {})),
+        tools=[my_points],
+        components=lambda actor: "acme",
+        on_presentation_error=lambda error, info: errors.append(error),
+    )
+    drawn, _ = await run_once(service)
+    assert drawn == []
+    from agora_agent.errors import ConfigurationError
+
+    assert len(errors) == 1 and isinstance(errors[0], ConfigurationError)

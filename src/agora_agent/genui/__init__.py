@@ -14,8 +14,10 @@ from agora_agent.genui.components import (
     Component,
     ComponentPropsError,
     ComponentRegistry,
+    ComponentSource,
     Presentation,
     create_component,
+    registry_for,
 )
 from agora_agent.genui.present import PresentationErrorHandler, PresentationErrorInfo, PresentFn, run_present
 from agora_agent.genui.session import UiSession
@@ -27,6 +29,7 @@ __all__ = [
     "Component",
     "ComponentPropsError",
     "ComponentRegistry",
+    "ComponentSource",
     "DataTable",
     "DataTableProps",
     "PresentFn",
@@ -37,6 +40,7 @@ __all__ = [
     "chart",
     "create_component",
     "genui",
+    "registry_for",
     "run_present",
     "table",
 ]

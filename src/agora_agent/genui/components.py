@@ -11,15 +11,24 @@ frame is written only after its props validated against the registered component
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError, InvalidRequestError
 
-__all__ = ["Component", "ComponentPropsError", "ComponentRegistry", "Presentation", "create_component"]
+__all__ = [
+    "Component",
+    "ComponentPropsError",
+    "ComponentRegistry",
+    "ComponentSource",
+    "Presentation",
+    "create_component",
+    "registry_for",
+]
 
 
 class ComponentPropsError(InvalidRequestError):
@@ -134,3 +143,35 @@ class ComponentRegistry:
             known = ", ".join(sorted(self._by_name)) or "none"
             raise ComponentPropsError(name, [f"no component {name!r} is registered (known: {known})"])
         return component.validate(data)
+
+
+ComponentSource = ComponentRegistry | Callable[[Actor], "ComponentRegistry | None"]
+"""`AgentConfig.components`: one registry for the app, or a function of the caller (one per tenant, say)."""
+
+
+def registry_for(source: ComponentSource | None, actor: Actor) -> ComponentRegistry | None:
+    """The registry `actor`'s tool calls push into: `source` itself, or what `source(actor)` returns.
+
+    A function returning None means the builtins only. It runs at a tool call's first push, so keep it
+    a lookup (build the registries once, at start-up); what it raises fails that push like invalid props.
+    """
+    if source is None or isinstance(source, ComponentRegistry):
+        return source
+    chosen = source(actor)
+    if chosen is None:
+        return _builtins_only()
+    if not isinstance(chosen, ComponentRegistry):
+        raise ConfigurationError(
+            f"AgentConfig.components returned {type(chosen).__name__} for actor {actor.id!r};"
+            " expected a ComponentRegistry"
+        )
+    return chosen
+
+
+_BUILTINS: list[ComponentRegistry] = []
+
+
+def _builtins_only() -> ComponentRegistry:
+    if not _BUILTINS:  # built on first use: the builtins module imports this one
+        _BUILTINS.append(ComponentRegistry())
+    return _BUILTINS[0]

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agora_agent.genui.components import ComponentRegistry, Presentation
+from agora_agent.actors import Actor
+from agora_agent.genui.components import ComponentRegistry, ComponentSource, Presentation, registry_for
 
 __all__ = ["FrameWriter", "UiSession"]
 
@@ -37,7 +38,8 @@ class UiSession:
     """The component pushes of one tool call."""
 
     write: FrameWriter
-    registry: ComponentRegistry | None = None
+    registry: ComponentSource | None = None  # a function is asked once, with `actor`, at the first push
+    actor: Actor | None = None
     capabilities: frozenset[str] | None = None  # None: the client did not say, so everything registered goes
     channel: str = "chat"
     _pushed: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -54,8 +56,9 @@ class UiSession:
 
         Raises `ComponentPropsError` for an unregistered name or invalid props: nothing is written.
         """
-        if self.registry is not None:
-            payload = self.registry.validate(name, data)
+        registry = self._registry()
+        if registry is not None:
+            payload = registry.validate(name, data)
         else:
             payload = data.model_dump(mode="json") if isinstance(data, BaseModel) else dict(data)
         ui_id = id or f"ui-{uuid.uuid4().hex[:12]}-{next(_counter)}"
@@ -70,6 +73,14 @@ class UiSession:
         else:
             self._open.discard(ui_id)
         return ui_id
+
+    def _registry(self) -> ComponentRegistry | None:
+        if self.registry is None or isinstance(self.registry, ComponentRegistry):
+            return self.registry
+        if self.actor is None:
+            raise TypeError("UiSession needs the actor to choose a per-caller component registry")
+        self.registry = registry_for(self.registry, self.actor)  # what it raises fails this push only
+        return self.registry
 
     async def push_unchecked(self, name: str, data: Any) -> None:
         """`ctx.emit_component(name, data)`: the reference's mirror API, passed through as it is (no registry

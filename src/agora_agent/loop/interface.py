@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
-from agora_agent.genui.components import ComponentRegistry
+from agora_agent.genui.components import ComponentSource
 from agora_agent.genui.present import PresentationErrorHandler
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.quota import QuotaStore
@@ -77,7 +77,7 @@ class LoopDeps:
     telemetry: Telemetry = field(default_factory=Telemetry)
     retrieval: InjectRetrieval | None = None  # inject mode: the `retrieve` step runs when set
     history: HistoryCache | None = None  # threads' rendered history kept between runs (the service's)
-    components: ComponentRegistry | None = None
+    components: ComponentSource | None = None  # a registry, or a function of the run's actor
     on_presentation_error: PresentationErrorHandler | None = None
     attachments: AttachmentPreparer | None = None
 

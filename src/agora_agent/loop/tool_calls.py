@@ -36,7 +36,7 @@ def _context(state: RunState, call: ToolCall) -> ToolContext:
     async def write(name: str, data: Any, ui_id: str | None) -> None:
         await writer.write(ComponentFrame(name=name, data=to_jsonable(data), id=ui_id))
 
-    session = UiSession(write=write, registry=state.deps.components, capabilities=run.ui_capabilities)
+    session = UiSession(write=write, registry=state.deps.components, actor=run.actor, capabilities=run.ui_capabilities)
     return ToolContext(
         actor=run.actor,
         thread_id=run.thread_id,
