@@ -1,6 +1,7 @@
 """`agora-agent chat --url URL --actor ID --roles A,B`: a terminal chat against a running agent server.
 
-Text streams as it arrives; each tool call prints a line whenever its status changes; a pending
+Text streams as it arrives, drawn as Markdown on a terminal (headings, lists, tables, code blocks;
+`--plain` or a pipe prints it as it comes); each tool call prints a line whenever its status changes; a pending
 approval asks y/n and sends the decision; dropped streams re-attach on their own. Identity goes in
 the `x-actor-id` / `x-actor-role` / `x-tenant-ref` headers, so the server must use
 `HeaderActorResolver` (development, or behind a gateway that sets them). Errors are one line on
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,9 +20,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.markup import escape
 
-__all__ = ["chat", "register", "run_chat", "split_url"]
+__all__ = ["ReplyText", "chat", "printable", "register", "run_chat", "split_url"]
 
 _STYLE = {
     "started": "cyan",
@@ -33,9 +37,87 @@ _STYLE = {
 }
 
 
+# Control characters other than newline and tab: a model (or a tool's output) that sends ESC sequences
+# must not retitle, clear or rewrite the user's terminal (rich passes them through).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+
+
+def printable(text: str) -> str:
+    """`text` without terminal control characters (newlines and tabs kept)."""
+    return _CONTROL.sub("", text)
+
+
 def _short(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = printable(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _settled(text: str) -> int:
+    """Where the finished Markdown blocks of `text` end: after its last blank line outside a code fence."""
+    end, offset, fenced = 0, 0, False
+    for line in text.splitlines(keepends=True):
+        offset += len(line)
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and not line.strip() and line.endswith("\n"):
+            end = offset
+    return end
+
+
+class ReplyText:
+    """One stretch of reply text: Markdown redrawn as it grows on a terminal, or plain text as it comes.
+
+    Finished blocks (up to the last blank line outside a code fence) are printed for good; only the
+    block still being written is live, so a long answer never redraws the whole screen.
+    """
+
+    def __init__(self, console: Console, *, markdown: bool, style: str | None = None) -> None:
+        self._console, self._markdown, self._style = console, markdown, style
+        self._pending = ""
+        self._live: Live | None = None
+        self.at_line_start = True
+
+    def add(self, delta: str) -> None:
+        delta = printable(delta)
+        if not delta:
+            return
+        self.at_line_start = delta.endswith("\n")
+        if not self._markdown:
+            self._console.print(delta, end="", markup=False, highlight=False, soft_wrap=True, style=self._style)
+            return
+        self._pending += delta
+        cut = _settled(self._pending)
+        if cut:
+            done, self._pending = self._pending[:cut], self._pending[cut:]
+            if self._live is not None:
+                self._live.update(self._render(done), refresh=True)  # the finished block stays where it was drawn
+                self._live.stop()
+                self._live = None
+            else:
+                self._console.print(self._render(done))
+        if self._pending.strip():
+            if self._live is None:
+                self._live = Live(console=self._console, auto_refresh=False, transient=False)
+                self._live.start()
+            self._live.update(self._render(self._pending), refresh=True)
+
+    def close(self) -> None:
+        """The stretch ended (a tool line, an error or the end of the reply follows)."""
+        if self._live is not None:
+            self._live.update(self._render(self._pending), refresh=True)
+            self._live.stop()
+            self._live = None
+        elif self._markdown and self._pending.strip():
+            self._console.print(self._render(self._pending))
+        elif not self._markdown and not self.at_line_start:
+            self._console.print()
+        self._pending = ""
+        self.at_line_start = True
+
+    def _render(self, text: str) -> Markdown:
+        return Markdown(text, style=self._style or "none", hyperlinks=False)
 
 
 async def run_chat(
@@ -46,38 +128,39 @@ async def run_chat(
     *,
     agent: str | None = None,
     thread_id: str | None = None,
+    markdown: bool | None = None,
 ) -> None:
     """Send each message `messages()` returns (None ends) and render the stream.
 
-    `confirm(question)` answers each pending approval. Raises the client's errors (the command turns
-    them into one line).
+    `confirm(question)` answers each pending approval. `markdown` draws the reply as Markdown (default:
+    when the console is a terminal). Raises the client's errors (the command turns them into one line).
     """
     from agora_agent.client import (
         AgentFrame,
         ComponentFrame,
-        DoneFrame,
         ErrorFrame,
         MetaFrame,
         TextFrame,
         ToolFrame,
     )
 
+    rich_text = console.is_terminal if markdown is None else markdown
     while (message := messages()) is not None:
         run_id = ""
-        at_line_start = True
+        reply = ReplyText(console, markdown=rich_text)
+        delegated = ReplyText(console, markdown=False, style="dim")  # a sub-agent's text, plain and dim
         async for frame in client.chat(message, thread_id=thread_id, agent=agent):
             if isinstance(frame, MetaFrame):
                 run_id, thread_id = frame.run_id, frame.thread_id or thread_id
             elif isinstance(frame, TextFrame):
-                console.print(escape(frame.delta), end="", highlight=False, soft_wrap=True)
-                at_line_start = frame.delta.endswith("\n")
+                delegated.close()
+                reply.add(frame.delta)
             elif isinstance(frame, AgentFrame):
-                console.print(f"[dim]{escape(frame.delta)}[/dim]", end="", soft_wrap=True)
-                at_line_start = frame.delta.endswith("\n")
+                reply.close()
+                delegated.add(frame.delta)
             else:
-                if not at_line_start:
-                    console.print()
-                    at_line_start = True
+                reply.close()
+                delegated.close()
                 if isinstance(frame, ToolFrame):
                     style = _STYLE.get(frame.status, "white")
                     detail = frame.error or (frame.output if frame.status == "executed" else frame.input)
@@ -97,9 +180,9 @@ async def run_chat(
                         f"  [magenta]▣ {escape(frame.name)}[/magenta] [dim]{escape(_short(frame.data))}[/dim]"
                     )
                 elif isinstance(frame, ErrorFrame):
-                    console.print(f"[red][error] {escape(frame.message)}[/red]")
-                elif isinstance(frame, DoneFrame) and not at_line_start:
-                    console.print()
+                    console.print(f"[red][error] {escape(printable(frame.message))}[/red]")
+        reply.close()
+        delegated.close()
 
 
 def chat(
@@ -113,6 +196,10 @@ def chat(
     agent: Annotated[str | None, typer.Option(help="A named agent (default agent when omitted).")] = None,
     thread: Annotated[str | None, typer.Option(help="Continue this thread.")] = None,
     message: Annotated[str | None, typer.Option("--message", "-m", help="Send one message and exit.")] = None,
+    markdown: Annotated[
+        bool | None,
+        typer.Option("--markdown/--plain", help="Draw replies as Markdown (default: when output is a terminal)."),
+    ] = None,
 ) -> None:
     """Chat with an agent in the terminal; approve or reject its actions as they come."""
     import httpx2
@@ -165,8 +252,8 @@ def chat(
             if message is None:
                 console.print(f"[dim]{HELP}[/dim]")
             if thread is not None:
-                await _show_pending(client, console, thread, confirm)
-            await run_chat(client, console, next_message, confirm, agent=agent, thread_id=thread)
+                await _show_pending(client, console, thread, confirm, markdown=markdown)
+            await run_chat(client, console, next_message, confirm, agent=agent, thread_id=thread, markdown=markdown)
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
@@ -212,7 +299,9 @@ def _interruptible() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-async def _show_pending(client: Any, console: Console, thread_id: str, confirm: Callable[[str], bool]) -> None:
+async def _show_pending(
+    client: Any, console: Console, thread_id: str, confirm: Callable[[str], bool], *, markdown: bool | None
+) -> None:
     """`--thread`: show that thread's pending approvals and decide them (a chat left waiting)."""
     for row in await client.my_approvals():
         if row.get("threadId") != thread_id or not row.get("runId"):
@@ -227,13 +316,15 @@ async def _show_pending(client: Any, console: Console, thread_id: str, confirm: 
             await client.reject(row["runId"], row["toolCallId"], reason="rejected in the terminal")
         from agora_agent.client import TextFrame, ToolFrame
 
+        reply = ReplyText(console, markdown=console.is_terminal if markdown is None else markdown)
         async for frame in client.resume(row["runId"]):  # follow the run to its end before the next prompt
             if isinstance(frame, TextFrame):
-                console.print(escape(frame.delta), end="", highlight=False, soft_wrap=True)
+                reply.add(frame.delta)
             elif isinstance(frame, ToolFrame) and frame.status != "pending_approval":
+                reply.close()
                 style = _STYLE.get(frame.status, "white")
-                console.print(f"\n  [{style}]⚙ {escape(frame.name)} · {frame.status}[/{style}]", highlight=False)
-        console.print()
+                console.print(f"  [{style}]⚙ {escape(frame.name)} · {frame.status}[/{style}]", highlight=False)
+        reply.close()
 
 
 def register(app: typer.Typer) -> None:
