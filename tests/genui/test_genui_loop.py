@@ -318,7 +318,7 @@ async def test_a_per_tenant_registry_lets_only_that_tenant_draw_its_component(ma
     bob = Actor("bob", roles=("support",), tenant_ref="globex")
     started = await service.chat(bob, "go")
     frames = await collect_frames(service, started.run_id)
-    run = await service.wait_for_run(started.run_id)
+    run = await service.wait_for_run(bob, started.run_id)
     assert run.status == "completed"  # a presentation the tenant cannot draw never fails the call
     assert not [f for f in frames.frames if isinstance(f, ComponentFrame)]
     assert [e.tool_name for e in errors] == ["my_points"]
