@@ -34,11 +34,12 @@ from agora_agent.errors import (
 )
 from agora_agent.genui.components import ComponentRegistry, ComponentSource
 from agora_agent.governance.audit import AuditLog, MemoryAuditLog
+from agora_agent.governance.budgets import BudgetRuleStore, UsageLedger
 from agora_agent.governance.gate import Caller, Grant
 from agora_agent.governance.ownership import OwnershipDecision, evaluate_ownership
 from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.governance.pricing import MemoryPricingStore, PricingStore
-from agora_agent.governance.quota import MemoryQuotaStore, QuotaStore, period_key, utc_day
+from agora_agent.governance.quota import Budget, MemoryQuotaStore, QuotaStore, utc_day
 from agora_agent.loop import LoopDeps, RunInput
 from agora_agent.loop.history import HistoryCache
 from agora_agent.media.prepare import AttachmentPreparer, check_supported
@@ -162,6 +163,8 @@ class AgentService:
         self.store: AgentStore = MemoryAgentStore()
         self.pricing: PricingStore | None = None
         self.quota: QuotaStore | None = config.quota
+        self.budget_rules: BudgetRuleStore | None = None  # budgets as data (with `budget=`), built in start()
+        self.usage_ledger: UsageLedger | None = None
         self.governance_queries: GovernanceQueries | None = None
         self.audit: AuditLog = MemoryAuditLog()
         self._backend: Any = None
@@ -200,10 +203,7 @@ class AgentService:
         if self._backend is not None:
             self.audit = self._backend.audit
         if self.quota is None and config.budget is not None:
-            if self._backend is not None:
-                self.quota = self._backend.quota(config.budget)
-            else:
-                self.quota = MemoryQuotaStore(config.budget)
+            self._open_budgets(config.budget)
         self.governance_queries = self._resolve_governance_queries()
         self._bind_confirm_tokens()
         if config.mcp_servers and self._mcp is None:
@@ -227,8 +227,6 @@ class AgentService:
                 leases = self.leases = SqlLeaseStore(self._backend.engine)
                 self.identity = ProcessIdentity()
                 if releases is None:  # a dead process's reservations are released even if we have no budget
-                    from agora_agent.governance.quota import Budget
-
                     releases = self._backend.quota(Budget())
             inline = self._runner = InlineRunner(
                 deps_for=self.deps_for,
@@ -253,6 +251,17 @@ class AgentService:
             if recovers:
                 await inline.recover_interrupted()
         self._started = True
+
+    def _open_budgets(self, budget: Budget) -> None:
+        """Budgets as data: the stored rules (config values as defaults), beside the agent store."""
+        from agora_agent.stores.budgets import open_budget_stores
+
+        engine = self._backend.engine if self._backend is not None else None
+        stores = open_budget_stores(budget, engine=engine, store=self.store)
+        if stores is None:  # a custom store: the config's budget alone, in process
+            self.quota = MemoryQuotaStore(budget)
+            return
+        self.quota, self.budget_rules, self.usage_ledger = stores.quota, stores.rules, stores.ledger
 
     async def _durable_runner(self) -> Runner:
         """The DBOS runner (`durable=True`): a ConfigurationError naming the extra when dbos is missing."""
@@ -473,7 +482,7 @@ class AgentService:
         day = utc_day()
         if self.quota is not None:  # before anything is stored: a refused chat leaves no trace
             try:
-                await self.quota.check(actor, period_key(self.quota.budget, day))
+                await self.quota.check(actor, day)
             except QuotaExceededError as exc:
                 await self.telemetry.quota_refused(actor, exc, thread_id=thread_id)
                 raise
@@ -713,7 +722,7 @@ class AgentService:
         used = await self.store.usage_tokens(actor.id, start, end)
         if self.quota is None:
             return QuotaToday(day=day, used_tokens=used)
-        usage = await self.quota.usage(actor, period_key(self.quota.budget, day))
+        usage = await self.quota.usage(actor, day)
         return QuotaToday(
             day=day,
             used_tokens=used,

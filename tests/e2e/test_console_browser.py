@@ -81,3 +81,59 @@ def test_a_non_admin_gets_a_page_that_says_why(open_as: Any) -> None:
     text = page.inner_text("body")
     assert "for governance admins" in text and "governance_authorize" in text and "{" not in text
     assert page.locator("a", has_text="Back to the chat").count() == 1
+
+
+def test_budgets_are_edited_in_the_quota_panel_and_refuse_the_next_chat(open_as: Any, demo_server: DemoServer) -> None:
+    with demo_server.client("bob") as bob:
+        assert bob.post("/agent/chat", json={"message": "hello"}).status_code == 200  # bob has used something today
+    page = open_as("carol", "/agent/dashboard/#quota")
+    page.wait_for_selector("#panel[data-loaded=quota]")
+    usage = page.locator("#panel section", has_text="Use against budgets")
+    usage.locator("tbody tr", has_text="bob").first.wait_for()
+    form = page.locator("form.budget-form")
+    form.locator("[name=key]").fill("bob")
+    form.locator("[name=tokens]").fill("1")
+    form.locator("[name=thresholds]").fill("150%")
+    form.locator("button[type=submit]").click()
+    status = page.locator("#budget-status")
+    status.locator(".banner.error").wait_for()  # the server's 422, in words
+    assert "each threshold is a fraction" in status.inner_text()
+
+    form.locator("[name=thresholds]").fill("80%")
+    form.locator("button[type=submit]").click()
+    rules = page.locator("#panel section", has_text="Budget rules")
+    rules.locator("tbody tr", has_text="bob").wait_for()
+    assert "1 tokens per day" in rules.locator("tbody tr", has_text="bob").inner_text()
+    shot(page, "dashboard-quota-budgets")
+    try:
+        with demo_server.client("bob") as bob:
+            refused = bob.post("/agent/chat", json={"message": "hello again"})
+            assert refused.status_code == 429 and refused.json()["detail"]["source"] == "rule:actor:bob"
+    finally:
+        page.on("dialog", lambda dialog: dialog.accept())
+        rules.locator("tbody tr", has_text="bob").locator("button.danger").click()
+        page.wait_for_function(
+            "![...document.querySelectorAll('#panel section')].some(s => s.innerText.includes('Budget rules')"
+            " && [...s.querySelectorAll('tbody tr')].some(r => r.innerText.includes('bob')))"
+        )
+    with demo_server.client("bob") as bob:
+        assert bob.post("/agent/chat", json={"message": "and again"}).status_code == 200  # back to the default
+
+
+def test_admins_get_a_link_from_the_chat_to_the_run_inspector(open_as: Any) -> None:
+    chat = open_as("carol")
+    ready(chat)
+    chat.wait_for_selector("body[data-admin=yes]")
+    reply = send(chat, "hello")
+    settled(chat)
+    run_id = reply.get_attribute("data-run-id")
+    assert run_id
+    link = reply.locator("a.inspect-run")
+    assert link.get_attribute("href") == f"/agent/dashboard/#runs/{run_id}"
+
+    member = open_as("alice")
+    ready(member)
+    member.wait_for_selector("body[data-admin=no]")
+    mine = send(member, "hello")
+    settled(member)
+    assert mine.get_attribute("data-run-id") and mine.locator("a.inspect-run").count() == 0

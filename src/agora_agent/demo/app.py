@@ -168,9 +168,9 @@ def build_demo(
         default_agent=default,
         agents=(analyst,),
         store=f"sqlite:///{db}",
-        budget=Budget(tokens_per_actor=daily_tokens, usd_per_actor=daily_usd, reserve_tokens=2048, reserve_usd=0.01)
-        if daily_tokens is not None or daily_usd is not None
-        else None,
+        # Always on: the config's daily limits are the defaults, and admins edit per-user / per-tenant budgets in
+        # the dashboard's Quota panel (budgets as data).
+        budget=Budget(tokens_per_actor=daily_tokens, usd_per_actor=daily_usd, reserve_tokens=2048, reserve_usd=0.01),
         governance_authorize=_is_admin,
         actor_resolver=identity.resolver,
         retriever=help_centre.retriever,  # inject mode: the default access filter (tenant + roles) applies

@@ -6,17 +6,33 @@ is granted while the scope still has headroom (`used + reserved < limit`), atomi
 grant sees the reservations of the runs in flight, concurrent runs together overshoot a limit by
 at most one reservation (as long as a call's real usage stays within its reservation).
 
+Which budgets apply comes from the stored rules (`governance/budgets.py`: per actor and per tenant,
+daily or monthly, edited at run time) with `Budget` as the defaults. Each limit is enforced on a counter
+row (scope, key, period); a counter a limit meets for the first time in a period is seeded from the usage
+ledger, so a budget added mid-day counts what was already spent that day.
+
 `QuotaStore` implementations: `MemoryQuotaStore` here, `SqlQuotaStore` in stores/sql/.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from agora_agent.actors import Actor
 from agora_agent.errors import QuotaExceededError
+from agora_agent.governance.budgets import (
+    ALL,
+    BudgetRuleStore,
+    Limit,
+    LimitCache,
+    MemoryUsageLedger,
+    period_bounds,
+    period_of,
+    resets_at,
+)
 
 __all__ = [
     "Budget",
@@ -24,19 +40,26 @@ __all__ = [
     "QuotaStore",
     "QuotaUsage",
     "Reservation",
+    "ThresholdCrossing",
     "budget_scopes",
+    "crossings",
     "period_key",
+    "refusal",
+    "unpack_scope",
+    "watch_rows",
 ]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Budget:
-    """Limits per actor and per tenant, in tokens and/or USD, per UTC day (or month).
+    """Default limits per actor and per tenant, in tokens and/or USD, per UTC day (or month).
 
+    Stored budget rules (the console, `PUT {prefix}/governance/budgets/{scope}/{key}`) override these per
+    actor or tenant. `thresholds`: fractions of a limit whose crossing raises `BudgetThresholdReached`.
     `reserve_tokens` is the estimate reserved before each model call (settled to the real usage
     afterwards); `reserve_usd` likewise for USD budgets. `reservation_ttl`: a reservation older than
     this is released by the periodic sweep (a process that died mid-call cannot hold budget forever);
-    keep it longer than your slowest model call.
+    keep it longer than your slowest model call. `Budget()` turns budgets on with no default limits.
     """
 
     tokens_per_actor: int | None = None
@@ -44,6 +67,7 @@ class Budget:
     tokens_per_tenant: int | None = None
     usd_per_tenant: float | None = None
     period: Literal["day", "month"] = "day"
+    thresholds: tuple[float, ...] = (0.8,)
     reserve_tokens: int = 4096
     reserve_usd: float = 0.05
     reservation_ttl: timedelta = timedelta(minutes=15)
@@ -51,20 +75,25 @@ class Budget:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reservation:
-    """A granted reservation; settle or release it exactly once."""
+    """A granted reservation; settle or release it exactly once.
+
+    `scopes` are the counters it holds: (scope, key, period key) — older reservations hold (scope, key)
+    pairs on `period_key`. `watch` are the thresholds to look at after it settles: (scope, key, period key,
+    unit, limit, threshold). Plain tuples: a durable run checkpoints reservations as JSON."""
 
     id: str
-    scopes: tuple[tuple[str, str], ...]  # (("actor", "u1"), ("tenant", "acme"))
+    scopes: tuple[tuple[str, ...], ...]
     period_key: str
     tokens: int
     usd: float
     run_id: str | None = None
     expires_at: datetime | None = None
+    watch: tuple[tuple[Any, ...], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QuotaUsage:
-    """Where an actor stands in the current period."""
+    """Where an actor stands in the current period of its own (actor-scope) budget."""
 
     period_key: str
     used_tokens: int
@@ -80,9 +109,22 @@ class QuotaUsage:
         return tokens_ok and usd_ok
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThresholdCrossing:
+    """A limit's use reached one of its thresholds in a period (raised once per period)."""
+
+    scope: str
+    key: str
+    period: str
+    unit: str  # tokens | usd
+    threshold: float
+    used: float
+    limit: float
+
+
 def period_key(budget: Budget, day: str) -> str:
     """The budget period a UTC day (`YYYY-MM-DD`) falls in."""
-    return day[:7] if budget.period == "month" else day
+    return period_of(budget.period, day)
 
 
 def utc_day(now: datetime | None = None) -> str:
@@ -90,7 +132,7 @@ def utc_day(now: datetime | None = None) -> str:
 
 
 def budget_scopes(budget: Budget, actor: Actor) -> list[tuple[str, str, int | None, float | None]]:
-    """The (scope, key, token limit, usd limit) rows that apply to this actor."""
+    """The (scope, key, token limit, usd limit) rows the config's defaults apply to this actor."""
     scopes: list[tuple[str, str, int | None, float | None]] = []
     if budget.tokens_per_actor is not None or budget.usd_per_actor is not None:
         scopes.append(("actor", actor.id, budget.tokens_per_actor, budget.usd_per_actor))
@@ -99,35 +141,105 @@ def budget_scopes(budget: Budget, actor: Actor) -> list[tuple[str, str, int | No
     return scopes
 
 
-def exceeded_message(
-    scope: str, key: str, unit: str, limit: float, used: float, reserved: float, budget: Budget
-) -> str:
+def unpack_scope(entry: Sequence[str], period: str) -> tuple[str, str, str]:
+    """(scope, key, period key) of a reservation's scope entry (a pair means the reservation's period)."""
+    if len(entry) >= 3:
+        return str(entry[0]), str(entry[1]), str(entry[2])
+    return str(entry[0]), str(entry[1]), period
+
+
+def _fix(limit: Limit, unit: str) -> str:
+    if limit.source == "config":
+        return f"raise Budget({'tokens' if unit == 'tokens' else 'usd'}_per_{limit.scope}=…)"
+    return "raise it in the console's Quota panel (governance/budgets)"
+
+
+def exceeded_message(limit: Limit, unit: str, used: float, reserved: float) -> str:
     """A message that gives the value, the limit and the fix."""
-    per = "daily" if budget.period == "day" else "monthly"
-    field_name = f"{'tokens' if unit == 'tokens' else 'usd'}_per_{scope}"
+    per = "daily" if limit.period == "day" else "monthly"
+    value = limit.tokens if unit == "tokens" else limit.usd
     if unit == "usd":
         return (
-            f"{scope} '{key}' is over the {per} budget of ${limit:,.2f} "
-            f"(spent ${used:,.4f}, ${reserved:,.4f} reserved by runs in flight); raise Budget({field_name}=…)"
+            f"{limit.scope} '{limit.key}' is over the {per} budget of ${float(value or 0):,.2f} "
+            f"(spent ${used:,.4f}, ${reserved:,.4f} reserved by runs in flight); {_fix(limit, unit)}"
         )
     return (
-        f"{scope} '{key}' is over the {per} token budget of {int(limit):,} "
-        f"(used {int(used):,}, {int(reserved):,} reserved by runs in flight); raise Budget({field_name}=…)"
+        f"{limit.scope} '{limit.key}' is over the {per} token budget of {int(value or 0):,} "
+        f"(used {int(used):,}, {int(reserved):,} reserved by runs in flight); {_fix(limit, unit)}"
     )
+
+
+def refusal(
+    limit: Limit, day: str, used_tokens: int, used_usd: float, reserved_tokens: int, reserved_usd: float
+) -> QuotaExceededError | None:
+    """The error when the limit has no headroom left (`used + reserved >= limit`; a limit of 0 always refuses)."""
+    period = period_of(limit.period, day)
+    base = {
+        "scope": limit.scope,
+        "key": limit.key,
+        "period": limit.period,
+        "periodKey": period,
+        "resetsAt": resets_at(period).isoformat(),
+        "source": limit.source,
+    }
+    if limit.tokens is not None and used_tokens + reserved_tokens >= limit.tokens:
+        return QuotaExceededError(
+            exceeded_message(limit, "tokens", used_tokens, reserved_tokens),
+            detail={**base, "limitTokens": limit.tokens, "usedTokens": used_tokens},
+        )
+    if limit.usd is not None and used_usd + reserved_usd >= limit.usd:
+        return QuotaExceededError(
+            exceeded_message(limit, "usd", used_usd, reserved_usd),
+            detail={**base, "limitUsd": limit.usd, "usedUsd": used_usd},
+        )
+    return None
+
+
+def watch_rows(limits: Sequence[Limit], day: str) -> tuple[tuple[Any, ...], ...]:
+    """The (scope, key, period key, unit, limit, threshold) rows a reservation watches after it settles."""
+    rows: list[tuple[Any, ...]] = []
+    for limit in limits:
+        period = period_of(limit.period, day)
+        for unit, value in (("tokens", limit.tokens), ("usd", limit.usd)):
+            if value is None or value <= 0:
+                continue  # a blocked scope (0) has nothing to warn about
+            rows.extend((limit.scope, limit.key, period, unit, value, t) for t in limit.thresholds)
+    return tuple(rows)
+
+
+def crossings(
+    watch: Sequence[Sequence[Any]], used: dict[tuple[str, str, str], tuple[int, float]]
+) -> list[ThresholdCrossing]:
+    """The watched thresholds the counters' `used` values have reached."""
+    found: list[ThresholdCrossing] = []
+    for scope, key, period, unit, limit, threshold in watch:
+        counter = used.get((scope, key, period))
+        if counter is None:
+            continue
+        value = counter[0] if unit == "tokens" else counter[1]
+        if value >= float(threshold) * float(limit):
+            found.append(
+                ThresholdCrossing(
+                    scope=scope, key=key, period=period, unit=unit, threshold=float(threshold), used=value, limit=limit
+                )
+            )
+    return found
 
 
 @runtime_checkable
 class QuotaStore(Protocol):
-    """Atomic budget accounting. `reserve` raises `QuotaExceededError` when a scope has no headroom."""
+    """Atomic budget accounting. `reserve` raises `QuotaExceededError` when a scope has no headroom.
+
+    `day` is the run's UTC day (`YYYY-MM-DD`); each limit maps it to its own period."""
 
     budget: Budget
 
-    async def check(self, actor: Actor, period_key: str) -> None: ...
+    async def check(self, actor: Actor, day: str) -> None: ...
 
     async def reserve(
         self,
         actor: Actor,
-        period_key: str,
+        day: str,
         *,
         reservation_id: str,
         tokens: int,
@@ -147,7 +259,7 @@ class QuotaStore(Protocol):
         """Release reservations past their expiry (the periodic sweep); returns how many."""
         ...
 
-    async def usage(self, actor: Actor, period_key: str) -> QuotaUsage: ...
+    async def usage(self, actor: Actor, day: str) -> QuotaUsage: ...
 
 
 @dataclass
@@ -158,71 +270,105 @@ class _Counter:
     reserved_usd: float = 0.0
 
 
-class MemoryQuotaStore:
-    """In-process budgets. Atomic because no `await` happens between the check and the grant."""
+@dataclass
+class _Claims:
+    """Thresholds already raised (scope, key, period, unit, threshold): once per period crossing."""
 
-    def __init__(self, budget: Budget) -> None:
+    raised: set[tuple[str, str, str, str, float]] = field(default_factory=set)
+
+
+class MemoryQuotaStore:
+    """In-process budgets. Atomic because no `await` happens between the check and the grant.
+
+    `rules`: stored budget rules (None: the `budget` alone applies). `ledger`: where a counter met for the
+    first time in a period is seeded from (None: it starts at zero)."""
+
+    def __init__(
+        self, budget: Budget, *, rules: BudgetRuleStore | None = None, ledger: MemoryUsageLedger | None = None
+    ) -> None:
         self.budget = budget
+        self.rules = rules
+        self.limits = LimitCache(budget, rules)
+        self._ledger = ledger
         self._counters: dict[tuple[str, str, str], _Counter] = {}
         self._open: dict[str, Reservation] = {}
+        self._claims = _Claims()
+        self._pending: dict[str, list[ThresholdCrossing]] = {}
 
     def _counter(self, scope: str, key: str, period: str) -> _Counter:
-        return self._counters.setdefault((scope, key, period), _Counter())
+        counter = self._counters.get((scope, key, period))
+        if counter is None:
+            counter = self._counters[(scope, key, period)] = _Counter()
+            if self._ledger is not None:  # first sight of this counter in the period: count what was spent
+                start, end = period_bounds(period)
+                counter.used_tokens, counter.used_usd = self._ledger.totals_now(scope, key, start, end)
+        return counter
 
-    def _refuse_if_exhausted(self, actor: Actor, period: str) -> None:
-        for scope, key, limit_tokens, limit_usd in budget_scopes(self.budget, actor):
-            c = self._counter(scope, key, period)
-            if limit_tokens is not None and c.used_tokens + c.reserved_tokens >= limit_tokens:
-                raise QuotaExceededError(
-                    exceeded_message(scope, key, "tokens", limit_tokens, c.used_tokens, c.reserved_tokens, self.budget),
-                    detail={"scope": scope, "key": key, "limitTokens": limit_tokens, "usedTokens": c.used_tokens},
-                )
-            if limit_usd is not None and c.used_usd + c.reserved_usd >= limit_usd:
-                raise QuotaExceededError(
-                    exceeded_message(scope, key, "usd", limit_usd, c.used_usd, c.reserved_usd, self.budget),
-                    detail={"scope": scope, "key": key, "limitUsd": limit_usd, "usedUsd": c.used_usd},
-                )
+    def _refuse_if_exhausted(self, limits: Sequence[Limit], day: str) -> None:
+        for limit in limits:
+            c = self._counter(*limit.counter(day))
+            error = refusal(limit, day, c.used_tokens, c.used_usd, c.reserved_tokens, c.reserved_usd)
+            if error is not None:
+                raise error
 
-    async def check(self, actor: Actor, period_key: str) -> None:
-        self._refuse_if_exhausted(actor, period_key)
+    async def check(self, actor: Actor, day: str) -> None:
+        self._refuse_if_exhausted(await self.limits.fresh(actor), day)
 
     async def reserve(
         self,
         actor: Actor,
-        period_key: str,
+        day: str,
         *,
         reservation_id: str,
         tokens: int,
         usd: float,
         run_id: str | None = None,
     ) -> Reservation:
-        self._refuse_if_exhausted(actor, period_key)
-        scopes = tuple((s, k) for s, k, _, _ in budget_scopes(self.budget, actor))
-        for scope, key in scopes:
-            c = self._counter(scope, key, period_key)
+        limits = await self.limits.current(actor)
+        self._refuse_if_exhausted(limits, day)  # no await from here to the grant
+        usd = usd if any(limit.usd is not None for limit in limits) else 0.0
+        scopes = tuple(limit.counter(day) for limit in limits)
+        for scope, key, period in scopes:
+            c = self._counter(scope, key, period)
             c.reserved_tokens += tokens
             c.reserved_usd += usd
         reservation = Reservation(
             id=reservation_id,
             scopes=scopes,
-            period_key=period_key,
+            period_key=day,
             tokens=tokens,
             usd=usd,
             run_id=run_id,
             expires_at=datetime.now(UTC) + self.budget.reservation_ttl,
+            watch=watch_rows(limits, day),
         )
-        self._open[reservation_id] = reservation
+        if scopes:
+            self._open[reservation_id] = reservation
         return reservation
 
     def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
         if self._open.pop(reservation.id, None) is None:
             return  # settled or released already: settling twice must not double-count
-        for scope, key in reservation.scopes:
-            c = self._counter(scope, key, reservation.period_key)
+        used: dict[tuple[str, str, str], tuple[int, float]] = {}
+        for entry in reservation.scopes:
+            counter = unpack_scope(entry, reservation.period_key)
+            c = self._counter(*counter)
             c.reserved_tokens -= reservation.tokens
             c.reserved_usd -= reservation.usd
             c.used_tokens += tokens
             c.used_usd += usd
+            used[counter] = (c.used_tokens, c.used_usd)
+        if reservation.watch and (tokens > 0 or usd > 0):
+            self._claim_crossings(reservation, used)
+
+    def _claim_crossings(self, reservation: Reservation, used: dict[tuple[str, str, str], tuple[int, float]]) -> None:
+        raised = self._claims.raised
+        fresh = [w for w in reservation.watch if (w[0], w[1], w[2], w[3], float(w[5])) not in raised]
+        won = crossings(fresh, used)
+        for crossing in won:
+            raised.add((crossing.scope, crossing.key, crossing.period, crossing.unit, crossing.threshold))
+        if won:
+            self._pending[reservation.id] = won
 
     async def settle(self, reservation: Reservation, *, tokens: int, usd: float) -> None:
         self._close(reservation, tokens, usd)
@@ -243,13 +389,32 @@ class MemoryQuotaStore:
             self._close(reservation, 0, 0.0)
         return len(stale)
 
-    async def usage(self, actor: Actor, period_key: str) -> QuotaUsage:
-        c = self._counter("actor", actor.id, period_key)
+    async def crossed(self, reservation: Reservation) -> list[ThresholdCrossing]:
+        """The thresholds this reservation's settle reached first in their period (each raised once)."""
+        return self._pending.pop(reservation.id, [])
+
+    async def reseed(self, scope: str, key: str) -> None:
+        """After a rule change: lift the scope's current counters to the ledger (a counter a rule did not
+        use meanwhile missed that usage). `key` "*" reseeds every counter of the scope."""
+        if self._ledger is None:
+            return
+        for (s, k, period), counter in list(self._counters.items()):
+            if s == scope and (key == ALL or k == key):
+                start, end = period_bounds(period)
+                tokens, usd = self._ledger.totals_now(s, k, start, end)
+                counter.used_tokens = max(counter.used_tokens, tokens)
+                counter.used_usd = max(counter.used_usd, usd)
+
+    async def usage(self, actor: Actor, day: str) -> QuotaUsage:
+        limits = await self.limits.current(actor)
+        own = next((limit for limit in limits if limit.scope == "actor"), None)
+        period = period_of(own.period if own is not None else self.budget.period, day)
+        c = self._counter("actor", actor.id, period)
         return QuotaUsage(
-            period_key=period_key,
+            period_key=period,
             used_tokens=c.used_tokens,
             used_usd=c.used_usd,
             reserved_tokens=c.reserved_tokens,
-            limit_tokens=self.budget.tokens_per_actor,
-            limit_usd=self.budget.usd_per_actor,
+            limit_tokens=own.tokens if own is not None else None,
+            limit_usd=own.usd if own is not None else None,
         )

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Literal
 
 from agora_agent.errors import ToolError
@@ -47,6 +48,7 @@ def _context(state: RunState, call: ToolCall) -> ToolContext:
         page_context=run.page_context,
         ui_capabilities=run.ui_capabilities,
         _ui=session,
+        _retrieved=partial(state.deps.telemetry.retrieved, run, state.deps.agent.name),
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from agora_agent.agents import derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.governance.pricing import estimate_cost
-from agora_agent.governance.quota import Reservation, period_key
+from agora_agent.governance.quota import Reservation
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
@@ -63,7 +63,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
 
     if deps.quota is not None:
         quota = deps.quota
-        await hooks.step("quota:check", lambda: quota.check(run.actor, period_key(quota.budget, run.day)))
+        await hooks.step("quota:check", lambda: quota.check(run.actor, run.day))
 
     await hooks.step(
         "persist:user",
@@ -123,6 +123,8 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
             known_cost = (known_cost or 0.0) + cost
         step = _model_step_record(state, i, turn, model_id, cost, reservation, latency_ms)
         assistant = await hooks.step(f"persist:assistant:{i}", partial(store.record_model_step, step))
+        if reservation is not None and reservation.watch:
+            await _thresholds(state, reservation)
         messages.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
             break
@@ -165,15 +167,14 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
     if deps.quota is not None:
         quota = deps.quota
         budget = quota.budget
-        reserve_usd = budget.reserve_usd if (budget.usd_per_actor or budget.usd_per_tenant) else 0.0
         reservation = await hooks.step(
             f"quota:reserve:{i}",
             lambda: quota.reserve(
                 run.actor,
-                period_key(budget, run.day),
+                run.day,
                 reservation_id=f"{run.run_id}:{i}",
                 tokens=budget.reserve_tokens,
-                usd=reserve_usd,
+                usd=budget.reserve_usd,  # the store reserves USD only where a USD limit applies
                 run_id=run.run_id,  # recovery releases a crashed run's reservations
             ),
         )
@@ -197,6 +198,16 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
             await deps.quota.release(reservation)
         raise
     return turn, reservation
+
+
+async def _thresholds(state: RunState, reservation: Reservation) -> None:
+    """Raise `BudgetThresholdReached` for each threshold the settled step crossed (once per period: the quota
+    store claims it, so a durable replay of this step does not raise it again)."""
+    crossed = getattr(state.deps.quota, "crossed", None)
+    if crossed is None:
+        return
+    for crossing in await crossed(reservation):
+        await state.deps.telemetry.budget_threshold(state.run, state.deps.agent.name, crossing)
 
 
 def _redacted_calls(deps: LoopDeps, calls: Sequence[ToolCall]) -> list[ToolCall]:

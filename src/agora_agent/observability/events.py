@@ -154,12 +154,16 @@ class Delegated(AgentEvent):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Retrieved(AgentEvent):
-    """A retrieval ran: the query's length and how many chunks came back (never the text)."""
+    """A retrieval ran: the query's length, how many chunks came back, their ids and scores (never the text).
+
+    `source` is `inject` (the run's `retrieve` step) or `tool:<name>` (the knowledge tool)."""
 
     kind: ClassVar[str] = "retrieved"
     query_length: int
     count: int
     source: str | None = None
+    ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -174,7 +178,8 @@ class QuotaExceeded(AgentEvent):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BudgetThresholdReached(AgentEvent):
-    """A budget's use crossed a threshold (e.g. 80%) in the current period."""
+    """A budget's use crossed a threshold (e.g. 80%) in the current period: raised once per period and
+    threshold, by the model step whose usage crossed it. `period` is the period key (`YYYY-MM-DD` / `YYYY-MM`)."""
 
     kind: ClassVar[str] = "budget.threshold"
     scope: str

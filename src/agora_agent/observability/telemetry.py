@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,6 +38,7 @@ from agora_agent.observability.events import (
     ApprovalDecided,
     ApprovalExpired,
     ApprovalRequested,
+    BudgetThresholdReached,
     Delegated,
     EventHandler,
     QuotaExceeded,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from agora_agent.actors import Actor
+    from agora_agent.governance.quota import ThresholdCrossing
     from agora_agent.loop.interface import ApprovalDecision, LoopResult, RunInput
     from agora_agent.messages import ModelRequest, ModelTurn, ToolCall
 
@@ -565,10 +567,42 @@ class Telemetry:
         )
 
     async def retrieved(
-        self, run: RunInput, agent: str | None, *, query_length: int, count: int, source: str | None = None
+        self,
+        run: RunInput,
+        agent: str | None,
+        *,
+        query_length: int,
+        count: int,
+        source: str | None = None,
+        ids: Sequence[str] = (),
+        scores: Sequence[float] = (),
     ) -> None:
-        """A retrieval ran (for the RAG tools): lengths and counts only."""
-        await self.emit(Retrieved(**self._base(run, agent), query_length=query_length, count=count, source=source))
+        """A retrieval ran (inject mode or the knowledge tool): the query's length, chunk ids and scores, no text."""
+        await self.emit(
+            Retrieved(
+                **self._base(run, agent),
+                query_length=query_length,
+                count=count,
+                source=source,
+                ids=tuple(ids),
+                scores=tuple(float(s) for s in scores),
+            )
+        )
+
+    async def budget_threshold(self, run: RunInput, agent: str | None, crossing: ThresholdCrossing) -> None:
+        """A model step's usage crossed a budget threshold (raised once per period)."""
+        await self.emit(
+            BudgetThresholdReached(
+                **self._base(run, agent),
+                scope=crossing.scope,
+                key=crossing.key,
+                unit=crossing.unit,
+                threshold=crossing.threshold,
+                used=crossing.used,
+                limit=crossing.limit,
+                period=crossing.period,
+            )
+        )
 
 
 @dataclass

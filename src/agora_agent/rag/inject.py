@@ -145,7 +145,7 @@ async def retrieve_into_system(
     """Run the `retrieve` step and return the system prompt with the context block appended.
 
     The stream gets one `tool` frame (name `retrieve`, status `executed`) carrying chunk ids and scores only,
-    and `telemetry` one `Retrieved` event (lengths and counts).
+    and `telemetry` one `Retrieved` event (the query's length, chunk ids and scores; never text).
     """
     step: Callable[[], Awaitable[tuple[Passage, ...]]] = lambda: _retrieve_and_record(retrieval, store, run)  # noqa: E731
     passages = await hooks.step(RETRIEVE_STEP, step)
@@ -160,5 +160,13 @@ async def retrieve_into_system(
         )
     )
     if telemetry is not None:
-        await telemetry.retrieved(run, agent, query_length=len(run.user_text), count=len(passages), source="inject")
+        await telemetry.retrieved(
+            run,
+            agent,
+            query_length=len(run.user_text),
+            count=len(passages),
+            source="inject",
+            ids=[p.id for p in passages],
+            scores=[p.score for p in passages],
+        )
     return system + context_block(passages)

@@ -87,6 +87,12 @@ class KnowledgeTool:
         passages = await self.retriever.retrieve(
             query[:MAX_QUERY_CHARS], top_k=self.top_k, filter=scope, min_score=self.min_score
         )
+        await ctx.report_retrieval(
+            query=query[:MAX_QUERY_CHARS],
+            ids=[p.id for p in passages],
+            scores=[p.score for p in passages],
+            source=f"tool:{self._spec.name}",
+        )
         return {
             "passages": [
                 {"id": p.id, **({"source": p.source} if p.source else {}), "score": round(p.score, 6), "text": p.text}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agora_agent.actors import Actor
 
-__all__ = ["ComponentEmitter", "ToolContext", "UiPusher"]
+__all__ = ["ComponentEmitter", "RetrievalReporter", "ToolContext", "UiPusher"]
 
 ComponentEmitter = Callable[[str, Any], Awaitable[None]]
+RetrievalReporter = Callable[..., Awaitable[None]]
+"""`(query_length=, count=, source=, ids=, scores=)`: the run's `Retrieved` event (set by the loop)."""
 
 
 class UiPusher(Protocol):
@@ -48,6 +50,7 @@ class ToolContext:
     ui_capabilities: frozenset[str] | None = None
     _emitter: ComponentEmitter = field(default=_no_emitter, repr=False)
     _ui: UiPusher | None = field(default=None, repr=False)
+    _retrieved: RetrievalReporter | None = field(default=None, repr=False)
 
     @property
     def idempotency_key(self) -> str | None:
@@ -78,3 +81,11 @@ class ToolContext:
         if self._ui is None:
             return id or ""
         return await self._ui.push(name, data, id=id)
+
+    async def report_retrieval(
+        self, *, query: str, ids: Sequence[str], scores: Sequence[float], source: str | None = None
+    ) -> None:
+        """A retrieval tool tells the run what it found: a `Retrieved` lifecycle event with the query's length,
+        the chunk ids and scores (never the text). Outside a run (direct invoke, MCP) it does nothing."""
+        if self._retrieved is not None:
+            await self._retrieved(query_length=len(query), count=len(ids), source=source, ids=ids, scores=scores)

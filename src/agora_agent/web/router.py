@@ -23,7 +23,17 @@ from agora_agent.web import agui, ai_sdk
 from agora_agent.web.access import authenticate
 from agora_agent.web.deps import RouteContext
 from agora_agent.web.route_class import make_route_class
-from agora_agent.web.routes import approvals, attachments, chat, console, governance, health, quota, threads
+from agora_agent.web.routes import (
+    approvals,
+    attachments,
+    budgets,
+    chat,
+    console,
+    governance,
+    health,
+    quota,
+    threads,
+)
 
 __all__ = ["AgentRouter", "agent_router"]
 
@@ -76,6 +86,7 @@ def agent_router(config_or_service: AgentConfig | AgentService, *, ping_seconds:
         module.add_routes(router)
     attachments.add_routes(router, config)
     governance.add_routes(router, config)
+    budgets.add_routes(router, config)
     ai_sdk.add_routes(router)
     agui.add_routes(router)
     console.add_routes(router, config)

@@ -7,6 +7,10 @@ the latest committed row after waiting for the row lock, on SQLite the transacti
 (one writer at a time). A reservation row records what is open; `settle`/`release` delete it first and
 only touch the counters when they did, so settling twice never double-counts.
 
+Which limits apply comes from the stored budget rules (`agent_budget_rule`, read again by every `check`)
+with the `Budget` as defaults. A counter row a limit meets for the first time in a period is inserted
+seeded from the usage ledger (`agent_token_usage`), in the grant's transaction.
+
 Crash safety: a reservation carries its run and an expiry, so recovery releases a crashed run's
 reservations (`release_run`) and a periodic sweep releases expired ones (`release_expired`); a reserve
 retried after a lost commit reply finds its own row and grants nothing twice.
@@ -15,6 +19,7 @@ retried after a lost commit reply finds its own row and grants nothing twice.
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,8 +29,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.actors import Actor
 from agora_agent.errors import QuotaExceededError
-from agora_agent.governance.quota import Budget, QuotaUsage, Reservation, budget_scopes, exceeded_message
-from agora_agent.stores.sql.tables import budget_counter, budget_reservation
+from agora_agent.governance.budgets import ALL, BudgetRuleStore, Limit, LimitCache, period_bounds, period_of
+from agora_agent.governance.quota import (
+    Budget,
+    QuotaUsage,
+    Reservation,
+    ThresholdCrossing,
+    crossings,
+    refusal,
+    unpack_scope,
+    watch_rows,
+)
+from agora_agent.stores.sql.budgets import ledger_totals
+from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation
 from agora_agent.stores.sql.units import units_for
 
 __all__ = ["SqlQuotaStore", "settle_reservation"]
@@ -47,11 +63,22 @@ _SETTLE = (
         used_tokens=_c.used_tokens + sa.bindparam("_tokens", type_=sa.BigInteger()),
         used_usd=_c.used_usd + sa.bindparam("_usd", type_=sa.Float()),
     )
+    .returning(_c.used_tokens, _c.used_usd)  # the threshold check needs them: no extra statement
 )
-_UPSERT_COUNTER = {
+_SEED_COUNTER = {
     name: insert(budget_counter)
-    .values(scope=sa.bindparam("_scope"), key=sa.bindparam("_key"), period=sa.bindparam("_period"))
+    .values(
+        scope=sa.bindparam("_scope"),
+        key=sa.bindparam("_key"),
+        period=sa.bindparam("_period"),
+        used_tokens=sa.bindparam("_seed_tokens", type_=sa.BigInteger()),
+        used_usd=sa.bindparam("_seed_usd", type_=sa.Float()),
+    )
     .on_conflict_do_nothing()
+    for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
+}
+_CLAIM_ALERT = {
+    name: insert(budget_alert).on_conflict_do_nothing()
     for name, insert in (("postgresql", postgresql.insert), ("sqlite", sqlite.insert))
 }
 
@@ -83,12 +110,46 @@ def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> sa.R
     return conn.execute(_COUNTER, _key(scope, key, period)).mappings().first()
 
 
+class _Crossings:
+    """Thresholds found by settles in this process: pending ones until the loop raises them (by reservation id),
+    and the ones known to be claimed (so a step past a threshold does not try to claim it again)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self.pending: OrderedDict[str, list[ThresholdCrossing]] = OrderedDict()
+        self.claimed: set[tuple[str, str, str, str, float]] = set()
+
+    def keep(self, reservation_id: str, won: list[ThresholdCrossing]) -> None:
+        self.pending[reservation_id] = won
+        while len(self.pending) > self.limit:
+            self.pending.popitem(last=False)
+        if len(self.claimed) > self.limit:
+            self.claimed.clear()
+
+
+CROSSINGS = _Crossings()
+
+
+def _claim(conn: sa.Connection, crossing: ThresholdCrossing) -> bool:
+    row = {
+        "scope": crossing.scope,
+        "key": crossing.key,
+        "period": crossing.period,
+        "unit": crossing.unit,
+        "threshold_bp": round(crossing.threshold * 10_000),
+        "raised_at": datetime.now(UTC),
+    }
+    return bool(conn.execute(_CLAIM_ALERT[conn.dialect.name], row).rowcount)
+
+
 def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: int, usd: float) -> None:
     """Replace `reservation` by the real usage inside the caller's transaction (the ONE place settle SQL lives).
 
     The reservation row is deleted first and the counters move only when it was there, so settling twice
     (or a release after a settle) never double-counts. `SqlAgentStore.record_model_step` calls this in the
-    transaction that writes the assistant message and its usage row.
+    transaction that writes the assistant message and its usage row. A threshold the new totals reach is
+    claimed in `agent_budget_alert` in the same transaction (once per period, whichever process gets there
+    first) and kept for `SqlQuotaStore.crossed`.
     """
     if not reservation.scopes:
         return
@@ -96,8 +157,33 @@ def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: in
     if deleted.rowcount == 0:
         return  # settled or released already: settling twice must not double-count
     amounts = {"_reserved_tokens": reservation.tokens, "_reserved_usd": reservation.usd, "_tokens": tokens, "_usd": usd}
-    for scope, key in reservation.scopes:
-        conn.execute(_SETTLE, {**_key(scope, key, reservation.period_key), **amounts})
+    used: dict[tuple[str, str, str], tuple[int, float]] = {}
+    for entry in reservation.scopes:
+        counter = unpack_scope(entry, reservation.period_key)
+        row = conn.execute(_SETTLE, {**_key(*counter), **amounts}).first()
+        if row is not None:
+            used[counter] = (int(row[0]), float(row[1]))
+    if not reservation.watch or (tokens <= 0 and usd <= 0):
+        return
+    fresh = [w for w in reservation.watch if (w[0], w[1], w[2], w[3], float(w[5])) not in CROSSINGS.claimed]
+    won = []
+    for crossing in crossings(fresh, used):
+        if _claim(conn, crossing):
+            won.append(crossing)
+        CROSSINGS.claimed.add((crossing.scope, crossing.key, crossing.period, crossing.unit, crossing.threshold))
+    if won:
+        CROSSINGS.keep(reservation.id, won)
+
+
+def _used(conn: sa.Connection, scope: str, key: str, period: str) -> tuple[int, float, int, float]:
+    """(used tokens, used usd, reserved tokens, reserved usd) of a counter; a counter not there yet is what the
+    ledger recorded in its period (it is inserted with those values at its first grant)."""
+    row = _counter_row(conn, scope, key, period)
+    if row is not None:
+        return int(row["used_tokens"]), float(row["used_usd"]), int(row["reserved_tokens"]), float(row["reserved_usd"])
+    start, end = period_bounds(period)
+    tokens, usd = ledger_totals(conn, scope, key, start, end)
+    return tokens, usd, 0, 0.0
 
 
 class _AlreadyGranted(Exception):
@@ -105,58 +191,65 @@ class _AlreadyGranted(Exception):
 
 
 class SqlQuotaStore:
-    """Atomic budget accounting shared by every process on the database. `reserve` raises `QuotaExceededError`."""
+    """Atomic budget accounting shared by every process on the database. `reserve` raises `QuotaExceededError`.
 
-    def __init__(self, engine: AsyncEngine, budget: Budget) -> None:
+    `rules`: the stored budget rules (None: the `budget` alone applies)."""
+
+    def __init__(self, engine: AsyncEngine, budget: Budget, *, rules: BudgetRuleStore | None = None) -> None:
         self.engine = engine
         self.budget = budget
+        self.rules = rules
+        self.limits = LimitCache(budget, rules)
         self._units = units_for(engine)
-        self._upsert = _UPSERT_COUNTER["postgresql" if engine.dialect.name == "postgresql" else "sqlite"]
+        self._seed = _SEED_COUNTER["postgresql" if engine.dialect.name == "postgresql" else "sqlite"]
 
     def shares_transactions_with(self, engine: AsyncEngine) -> bool:
         """Whether a store on `engine` can settle this quota's reservations inside its own transactions."""
         return engine is self.engine or engine.sync_engine is self.engine.sync_engine
 
-    def _refusal(
-        self, scope: str, key: str, limit_tokens: int | None, limit_usd: float | None, row: Any
-    ) -> QuotaExceededError | None:
-        used_tokens = int(row["used_tokens"]) if row else 0
-        reserved_tokens = int(row["reserved_tokens"]) if row else 0
-        used_usd = float(row["used_usd"]) if row else 0.0
-        reserved_usd = float(row["reserved_usd"]) if row else 0.0
-        if limit_tokens is not None and used_tokens + reserved_tokens >= limit_tokens:
-            return QuotaExceededError(
-                exceeded_message(scope, key, "tokens", limit_tokens, used_tokens, reserved_tokens, self.budget),
-                detail={"scope": scope, "key": key, "limitTokens": limit_tokens, "usedTokens": used_tokens},
-            )
-        if limit_usd is not None and used_usd + reserved_usd >= limit_usd:
-            return QuotaExceededError(
-                exceeded_message(scope, key, "usd", limit_usd, used_usd, reserved_usd, self.budget),
-                detail={"scope": scope, "key": key, "limitUsd": limit_usd, "usedUsd": used_usd},
-            )
-        return None
+    async def check(self, actor: Actor, day: str) -> None:
+        """Raise `QuotaExceededError` when any budget of the actor (or its tenant) has no headroom left.
 
-    async def check(self, actor: Actor, period_key: str) -> None:
-        """Raise `QuotaExceededError` when any budget of the actor (or its tenant) has no headroom left."""
-        scopes = budget_scopes(self.budget, actor)
-        if not scopes:
+        Reads the rules again (an edit is effective at the next chat, whichever process made it)."""
+        limits = await self.limits.fresh(actor)
+        if not limits:
             return
 
         def unit(conn: sa.Connection) -> QuotaExceededError | None:
-            for scope, key, limit_tokens, limit_usd in scopes:
-                refusal = self._refusal(scope, key, limit_tokens, limit_usd, _counter_row(conn, scope, key, period_key))
-                if refusal is not None:
-                    return refusal
+            for limit in limits:
+                error = refusal(limit, day, *_used(conn, *limit.counter(day)))
+                if error is not None:
+                    return error
             return None
 
-        refusal = await self._units.run(unit, write=False)
-        if refusal is not None:
-            raise refusal
+        error = await self._units.run(unit, write=False)
+        if error is not None:
+            raise error
+
+    def _grant_one(self, conn: sa.Connection, limit: Limit, day: str, tokens: int, usd: float) -> None:
+        counter = _key(*limit.counter(day))
+        grant = _GRANT[(limit.tokens is not None, limit.usd is not None)]
+        params = {**counter, "_tokens": tokens, "_usd": usd}
+        if limit.tokens is not None:
+            params["_limit_tokens"] = limit.tokens
+        if limit.usd is not None:
+            params["_limit_usd"] = limit.usd
+        if conn.execute(grant, params).rowcount:
+            return  # the common case: one statement per scope
+        if _counter_row(conn, *limit.counter(day)) is None:
+            # First grant on this counter in its period: insert it with what the ledger already recorded.
+            start, end = period_bounds(counter["_period"])
+            seed_tokens, seed_usd = ledger_totals(conn, limit.scope, limit.key, start, end)
+            conn.execute(self._seed, {**counter, "_seed_tokens": seed_tokens, "_seed_usd": seed_usd})
+            if conn.execute(grant, params).rowcount:
+                return
+        error = refusal(limit, day, *_used(conn, *limit.counter(day)))
+        raise error or QuotaExceededError(f"{limit.scope} '{limit.key}' has no budget headroom left")
 
     async def reserve(
         self,
         actor: Actor,
-        period_key: str,
+        day: str,
         *,
         reservation_id: str,
         tokens: int,
@@ -167,18 +260,20 @@ class SqlQuotaStore:
 
         The row carries `run_id` (recovery releases a crashed run's reservations) and an expiry (the
         periodic sweep releases what outlived `Budget.reservation_ttl`)."""
-        applicable = budget_scopes(self.budget, actor)
+        limits = await self.limits.current(actor)
+        usd = usd if any(limit.usd is not None for limit in limits) else 0.0
         now = datetime.now(UTC)
         reservation = Reservation(
             id=reservation_id,
-            scopes=tuple((s, k) for s, k, _, _ in applicable),
-            period_key=period_key,
+            scopes=tuple(limit.counter(day) for limit in limits),
+            period_key=day,
             tokens=tokens,
             usd=usd,
             run_id=run_id,
             expires_at=now + self.budget.reservation_ttl,
+            watch=watch_rows(limits, day),
         )
-        if not applicable:
+        if not limits:
             return reservation
 
         def grant(conn: sa.Connection) -> None:
@@ -190,7 +285,7 @@ class SqlQuotaStore:
                     {
                         "id": reservation_id,
                         "scopes": [list(s) for s in reservation.scopes],
-                        "period": period_key,
+                        "period": day,
                         "tokens": tokens,
                         "usd": usd,
                         "created_at": now,
@@ -200,20 +295,8 @@ class SqlQuotaStore:
                 )
             except sa.exc.IntegrityError:
                 raise _AlreadyGranted from None
-            for scope, key, limit_tokens, limit_usd in applicable:
-                counter = _key(scope, key, period_key)
-                conn.execute(self._upsert, counter)
-                grant = _GRANT[(limit_tokens is not None, limit_usd is not None)]
-                params = {**counter, "_tokens": tokens, "_usd": usd}
-                if limit_tokens is not None:
-                    params["_limit_tokens"] = limit_tokens
-                if limit_usd is not None:
-                    params["_limit_usd"] = limit_usd
-                granted = conn.execute(grant, params)
-                if granted.rowcount == 0:
-                    row = _counter_row(conn, scope, key, period_key)
-                    refusal = self._refusal(scope, key, limit_tokens, limit_usd, row)
-                    raise refusal or QuotaExceededError(f"{scope} '{key}' has no budget headroom left")
+            for limit in limits:
+                self._grant_one(conn, limit, day, tokens, usd)
 
         with contextlib.suppress(_AlreadyGranted):
             await self._units.run(grant, write=True)
@@ -238,7 +321,7 @@ class SqlQuotaStore:
         for row in rows:
             held = Reservation(
                 id=row["id"],
-                scopes=tuple((str(s), str(k)) for s, k in row["scopes"]),
+                scopes=tuple(tuple(str(part) for part in entry) for entry in row["scopes"]),
                 period_key=row["period"],
                 tokens=int(row["tokens"]),
                 usd=float(row["usd"]),
@@ -257,14 +340,47 @@ class SqlQuotaStore:
             sa.and_(budget_reservation.c.expires_at.is_not(None), budget_reservation.c.expires_at < moment)
         )
 
-    async def usage(self, actor: Actor, period_key: str) -> QuotaUsage:
-        """The actor's own counter for the period (zeros when it never reserved)."""
-        row = await self._units.run(lambda conn: _counter_row(conn, "actor", actor.id, period_key), write=False)
+    async def crossed(self, reservation: Reservation) -> list[ThresholdCrossing]:
+        """The thresholds this reservation's settle reached and claimed (once per period; none on a replay)."""
+        return CROSSINGS.pending.pop(reservation.id, [])
+
+    async def reseed(self, scope: str, key: str) -> None:
+        """After a rule change: lift the scope's current counters to the ledger (a counter no limit used for a
+        while missed that usage). `key` "*" reseeds every counter of the scope in the current periods."""
+        today = datetime.now(UTC).strftime("%Y-%m-%d")
+        periods = (period_of("day", today), period_of("month", today))
+
+        def unit(conn: sa.Connection) -> None:
+            stmt = sa.select(_c.scope, _c.key, _c.period).where(_c.scope == scope, _c.period.in_(periods))
+            if key != ALL:
+                stmt = stmt.where(_c.key == key)
+            for s, k, period in conn.execute(stmt).all():
+                start, end = period_bounds(period)
+                tokens, usd = ledger_totals(conn, s, k, start, end)
+                conn.execute(
+                    sa.update(budget_counter)
+                    .where(_c.scope == s, _c.key == k, _c.period == period)
+                    .values(
+                        used_tokens=sa.case((_c.used_tokens < tokens, tokens), else_=_c.used_tokens),
+                        used_usd=sa.case((_c.used_usd < usd, usd), else_=_c.used_usd),
+                    )
+                )
+
+        await self._units.run(unit, write=True)
+
+    async def usage(self, actor: Actor, day: str) -> QuotaUsage:
+        """The actor's own counter for the period of its actor-scope limit (the ledger when it never reserved)."""
+        limits = await self.limits.current(actor)
+        own = next((limit for limit in limits if limit.scope == "actor"), None)
+        period = period_of(own.period if own is not None else self.budget.period, day)
+        used_tokens, used_usd, reserved_tokens, _ = await self._units.run(
+            lambda conn: _used(conn, "actor", actor.id, period), write=False
+        )
         return QuotaUsage(
-            period_key=period_key,
-            used_tokens=int(row["used_tokens"]) if row else 0,
-            used_usd=float(row["used_usd"]) if row else 0.0,
-            reserved_tokens=int(row["reserved_tokens"]) if row else 0,
-            limit_tokens=self.budget.tokens_per_actor,
-            limit_usd=self.budget.usd_per_actor,
+            period_key=period,
+            used_tokens=used_tokens,
+            used_usd=used_usd,
+            reserved_tokens=reserved_tokens,
+            limit_tokens=own.tokens if own is not None else None,
+            limit_usd=own.usd if own is not None else None,
         )

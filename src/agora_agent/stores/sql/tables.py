@@ -23,8 +23,10 @@ __all__ = [
     "MICROS_PER_DAY",
     "approval",
     "audit_log",
+    "budget_alert",
     "budget_counter",
     "budget_reservation",
+    "budget_rule",
     "confirm_token",
     "from_micros",
     "message",
@@ -314,6 +316,33 @@ budget_counter = sa.Table(
     sa.Column("used_usd", sa.Float, nullable=False, server_default="0"),
     sa.Column("reserved_tokens", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("reserved_usd", sa.Float, nullable=False, server_default="0"),
+)
+
+budget_rule = sa.Table(
+    "agent_budget_rule",
+    metadata,
+    # Budgets as data (governance/budgets.py): one rule per (scope, key); key "*" = every actor/tenant.
+    sa.Column("scope", sa.String(16), primary_key=True),
+    sa.Column("key", _Ref, primary_key=True),
+    sa.Column("period", sa.String(8), nullable=False),
+    sa.Column("tokens", sa.BigInteger),
+    sa.Column("usd", sa.Float),
+    sa.Column("thresholds", sa.JSON, nullable=False),
+    sa.Column("tenant_ref", _Ref),  # the tenant an actor rule belongs to (who may edit it)
+    sa.Column("updated_by", _Ref),
+    sa.Column("updated_at", UtcMicros),
+)
+
+budget_alert = sa.Table(
+    "agent_budget_alert",
+    metadata,
+    # A raised BudgetThresholdReached: its row makes the event fire once per period, across processes.
+    sa.Column("scope", sa.String(16), primary_key=True),
+    sa.Column("key", _Ref, primary_key=True),
+    sa.Column("period", sa.String(16), primary_key=True),
+    sa.Column("unit", sa.String(8), primary_key=True),
+    sa.Column("threshold_bp", sa.Integer, primary_key=True, autoincrement=False),  # basis points: 8000 = 80 %
+    sa.Column("raised_at", UtcMicros, nullable=False),
 )
 
 budget_reservation = sa.Table(

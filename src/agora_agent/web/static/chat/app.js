@@ -165,7 +165,8 @@ class AssistantView {
   constructor({ label = "Assistant", createdAt = null } = {}) {
     this.body = h("div.body");
     this.actions = h("div.msg-actions");
-    this.el = h("div.msg.assistant", {}, h("div.who", {}, label, timeLabel(createdAt)), this.body, this.actions);
+    this.inspect = h("span.inspect");
+    this.el = h("div.msg.assistant", {}, h("div.who", {}, label, timeLabel(createdAt), this.inspect), this.body, this.actions);
     this.tools = new Map();
     this.subagents = new Map();
     this.components = new Map();
@@ -174,6 +175,15 @@ class AssistantView {
     this.runId = null;
     this.userText = null;
     this.stopRequested = false;
+  }
+
+  // The run this reply belongs to; governance admins get a link to it in the dashboard's run inspector.
+  showRun(runId) {
+    this.runId = runId;
+    if (!runId) return;
+    this.el.dataset.runId = runId;
+    const href = `${settings.dashboard}#runs/${encodeURIComponent(runId)}`;
+    clear(this.inspect, gate.admin ? h("a.inspect-run", { href, target: "_blank", rel: "noopener", title: "Open this run in the run inspector" }, "Inspect run →") : null);
   }
 
   setStreaming(on) {
@@ -503,7 +513,7 @@ async function openThread(id, { skipRunId = null } = {}) {
       if (!view) {
         view = new AssistantView({ createdAt: m.createdAt });
         view.userText = lastUser;
-        view.runId = m.runId;
+        view.showRun(m.runId);
         views.push(view);
         nodes.push(view.el);
       }
@@ -688,8 +698,7 @@ function handleFrame(view, frame, stream) {
   switch (frame.event) {
     case "meta":
       if (d.runId) {
-        view.runId = d.runId;
-        view.el.dataset.runId = d.runId;
+        view.showRun(d.runId);
         rememberRun(d.runId, d.threadId || state.threadId);
       }
       if (d.threadId && d.threadId !== state.threadId) {
@@ -784,7 +793,7 @@ async function send(text) {
 async function resume(runId, threadId) {
   if (threadId) await openThread(threadId, { skipRunId: runId });
   const view = new AssistantView();
-  view.runId = runId;
+  view.showRun(runId);
   els.messages.querySelector(".empty-state")?.remove();
   els.messages.append(view.el);
   await follow(view, (stream) => stream.attach(runId));
@@ -884,8 +893,24 @@ function autosize() {
   els.input.style.height = `${Math.min(els.input.scrollHeight, 200)}px`;
 }
 
+// Whether the caller passes the governance gate (asked once per user through an existing gated route): only
+// then does a reply link to its run in the inspector. Everyone else sees nothing.
+const gate = { admin: false };
+
+async function checkAdmin() {
+  gate.admin = false;
+  if (!settings.dashboard) return;
+  try {
+    const r = await fetch(`${BASE}/governance/runs?limit=1`, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    gate.admin = r.ok;
+  } catch {
+    gate.admin = false;
+  }
+  document.body.dataset.admin = gate.admin ? "yes" : "no";
+}
+
 async function refreshAll() {
-  await Promise.all([loadPersonas(), loadThreads(), loadQuota()]);
+  await Promise.all([loadPersonas(), loadThreads(), loadQuota(), checkAdmin()]);
 }
 
 async function boot() {

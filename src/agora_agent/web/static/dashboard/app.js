@@ -4,6 +4,7 @@ import { h, clear, prettyJson } from "./common/dom.js";
 import { apiError } from "./common/sse.js";
 import { donut, legend, comboChart, barChart } from "./common/charts.js";
 import { ragPanel } from "./rag.js";
+import { budgetSections } from "./budgets.js";
 import { formatUsd, formatCount, formatPercent, formatDuration, formatModelLabel, formatTimestamp, shortId } from "./common/format.js";
 import { waterfall, compareView, startLive } from "./console.js";
 
@@ -30,6 +31,18 @@ async function post(path, body) {
     body: JSON.stringify(body),
   });
   if (!r.ok) throw await apiError(r, `POST ${path} failed`);
+  return r.json();
+}
+
+// PUT / DELETE with a JSON body (the budget editor).
+async function send(method, path, body) {
+  const r = await fetch(`${BASE}${path}`, {
+    method,
+    credentials: "same-origin",
+    headers: { "Content-Type": "application/json", Accept: "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!r.ok) throw await apiError(r, `${method} ${path} failed`);
   return r.json();
 }
 
@@ -634,7 +647,8 @@ async function quota() {
       stat("Tokens used today", formatCount(q.usedTokens), limit ? `of ${formatCount(limit)} (${formatPercent(share)})` : "no token limit"),
       q.usedUsd !== null && q.usedUsd !== undefined ? stat("Spend today", formatUsd(q.usedUsd), q.limitUsd ? `of ${formatUsd(q.limitUsd)}` : "no USD limit") : null,
     ),
-    limit ? section("Daily token budget", h(`div.meter${share >= 1 ? ".over" : ""}`, {}, h("span", { style: `width: ${share * 100}%` }))) : null,
+    limit ? section("Your token budget", h(`div.meter${share >= 1 ? ".over" : ""}`, {}, h("span", { style: `width: ${share * 100}%` }))) : null,
+    ...(await budgetSections({ get, send, h, clear, section, table, errorBox, formatCount, formatUsd, formatTimestamp, render })),
   ];
 }
 

@@ -1,0 +1,207 @@
+"""Budgets as data over HTTP: `{prefix}/governance/budgets` (list, PUT, DELETE) and `/budgets/usage`.
+
+    GET    {prefix}/governance/budgets                  the stored rules + the config's defaults
+    PUT    {prefix}/governance/budgets/{scope}/{key}    set one rule (scope actor|tenant; key an id or "*")
+    DELETE {prefix}/governance/budgets/{scope}/{key}    remove it: the scope falls back to "*" or the config
+    GET    {prefix}/governance/budgets/usage            every actor's and tenant's use against its limits
+
+Mounted with the other governance routes (behind `governance_authorize`) when `AgentConfig.budget` is set.
+Every change is audited (`budget.set` / `budget.delete`, before → after) and effective at the next chat
+(the quota check reads the rules from the store, in every process). A bad body is a 422 `{error}` that
+says what is wrong; an unknown scope too.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import JSONResponse
+
+from agora_agent.actors import Actor
+from agora_agent.config import AgentConfig
+from agora_agent.errors import NotFoundError
+from agora_agent.governance.budgets import (
+    ALL,
+    BudgetRuleStore,
+    Limit,
+    UsageLedger,
+    UsageTotals,
+    check_key,
+    check_scope,
+    delete_budget_rule,
+    limit_for,
+    parse_rule,
+    period_bounds,
+    period_of,
+    put_budget_rule,
+    resets_at,
+)
+from agora_agent.governance.quota import Budget
+from agora_agent.service import AgentService
+from agora_agent.web.deps import ServiceDep, error_responses
+from agora_agent.web.routes.governance import gate, governance_mount_plan
+
+__all__ = ["BudgetRuleIn", "add_routes"]
+
+
+class BudgetRuleIn(BaseModel):
+    """A rule's body. Omitted limits mean "no limit in that unit"; both omitted exempt the scope from the
+    defaults; 0 blocks it. `thresholds` (fractions, default [0.8]) raise `BudgetThresholdReached`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    period: str = Field("day", description="day | month (UTC)")
+    tokens: int | None = Field(None, description="Input + output tokens per period; null: no token limit")
+    usd: float | None = Field(None, description="Recorded cost in USD per period; null: no USD limit")
+    thresholds: list[float] | None = Field(None, description="Fractions of the limit that raise an event")
+    tenant_ref: str | None = Field(None, alias="tenantRef", description="The tenant an actor rule belongs to")
+
+
+def _rules(service: AgentService) -> BudgetRuleStore:
+    rules = service.budget_rules
+    if rules is None:  # a custom agent store: budgets stay the config's
+        raise NotFoundError("budget rules need the memory or a SQL store (a custom store keeps the config's budget)")
+    return rules
+
+
+def _budget(service: AgentService) -> Budget:
+    return service.config.budget or Budget()
+
+
+def _defaults(budget: Budget) -> dict[str, Any]:
+    return {
+        "period": budget.period,
+        "tokensPerActor": budget.tokens_per_actor,
+        "usdPerActor": budget.usd_per_actor,
+        "tokensPerTenant": budget.tokens_per_tenant,
+        "usdPerTenant": budget.usd_per_tenant,
+        "thresholds": list(budget.thresholds),
+    }
+
+
+async def _changed(service: AgentService, scope: str, key: str) -> None:
+    """Make an edit effective in this process at once (other processes read the rules at their next check)."""
+    quota = service.quota
+    limits = getattr(quota, "limits", None)
+    if limits is not None:
+        limits.forget()
+    reseed = getattr(quota, "reseed", None)
+    if reseed is not None:
+        await reseed(scope, key)
+
+
+async def list_budgets(service: ServiceDep) -> JSONResponse:
+    """The stored rules (most specific wins: an actor's own, then `*`, then the config) and the defaults."""
+    rules = await _rules(service).list_rules()
+    return JSONResponse({"rules": [r.to_json() for r in rules], "defaults": _defaults(_budget(service))})
+
+
+async def put_budget(
+    service: ServiceDep, scope: str, key: str, body: BudgetRuleIn, actor: Actor = Depends(gate)
+) -> JSONResponse:
+    """Set the rule for one actor or tenant (or `*`: every one without its own); audited, effective at once."""
+    raw = body.model_dump(by_alias=True, exclude_unset=True)
+    rule = parse_rule(scope, key, raw)
+    previous, stored = await put_budget_rule(_rules(service), service.audit, rule, actor_ref=actor.id)
+    await _changed(service, rule.scope, rule.key)
+    return JSONResponse({"rule": stored.to_json(), "previous": previous.to_json() if previous else None})
+
+
+async def delete_budget(service: ServiceDep, scope: str, key: str, actor: Actor = Depends(gate)) -> JSONResponse:
+    """Remove a rule; the scope falls back to the `*` rule, else the config's default. Unknown rule -> 404."""
+    checked = check_scope(scope)
+    check_key(key)
+    previous = await delete_budget_rule(_rules(service), service.audit, checked, key, actor_ref=actor.id)
+    if previous is None:
+        raise NotFoundError(f"no budget rule for {checked} {key!r}")
+    await _changed(service, checked, key)
+    return JSONResponse({"deleted": previous.to_json()})
+
+
+def _limit_json(limit: Limit | None, day: str, used: dict[str, tuple[int, float]]) -> dict[str, Any] | None:
+    if limit is None:
+        return None
+    period = period_of(limit.period, day)
+    tokens, usd = used[limit.period]
+    shares = [tokens / limit.tokens if limit.tokens else None, usd / limit.usd if limit.usd else None]
+    blocked = limit.tokens == 0 or limit.usd == 0
+    share = 1.0 if blocked else max((s for s in shares if s is not None), default=None)
+    return {
+        "period": limit.period,
+        "periodKey": period,
+        "resetsAt": resets_at(period).isoformat(),
+        "tokens": limit.tokens,
+        "usd": limit.usd,
+        "usedTokens": tokens,
+        "usedUsd": usd,
+        "share": share if share is None or math.isfinite(share) else None,
+        "thresholds": list(limit.thresholds),
+        "source": limit.source,
+    }
+
+
+def _merge(day_rows: list[UsageTotals], month_rows: list[UsageTotals]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(scope, key) -> {tenant, day: (tokens, usd), month: (tokens, usd)} for actors and tenants."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for period, rows in (("day", day_rows), ("month", month_rows)):
+        for row in rows:
+            targets = [("actor", row.actor_ref, row.tenant_ref)]
+            if row.tenant_ref:
+                targets.append(("tenant", row.tenant_ref, row.tenant_ref))
+            for scope, key, tenant in targets:
+                entry = out.setdefault((scope, key), {"tenant": tenant, "day": (0, 0.0), "month": (0, 0.0)})
+                tokens, usd = entry[period]
+                entry[period] = (tokens + row.tokens, usd + row.usd)
+    return out
+
+
+async def budget_usage(service: ServiceDep) -> JSONResponse:
+    """Every actor and tenant with usage this month (or a rule of its own): today's and this month's use
+    (from the usage ledger, at recorded cost) against the limit that applies to it."""
+    ledger: UsageLedger | None = service.usage_ledger
+    rules_store = _rules(service)
+    if ledger is None:
+        raise NotFoundError("budget usage needs the memory or a SQL store")
+    budget = _budget(service)
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    day_start, day_end = period_bounds(day)
+    month_start, month_end = period_bounds(day[:7])
+    merged = _merge(await ledger.by_actor(day_start, day_end), await ledger.by_actor(month_start, month_end))
+    rules = await rules_store.list_rules()
+    for rule in rules:  # a rule's own scope shows even before it used anything
+        if rule.key != ALL:
+            merged.setdefault((rule.scope, rule.key), {"tenant": rule.tenant_ref, "day": (0, 0.0), "month": (0, 0.0)})
+    rows = []
+    for (scope, key), entry in sorted(merged.items()):
+        limit = limit_for(budget, rules, check_scope(scope), key)
+        rows.append(
+            {
+                "scope": scope,
+                "key": key,
+                "tenantRef": entry["tenant"],
+                "dayTokens": entry["day"][0],
+                "dayUsd": entry["day"][1],
+                "monthTokens": entry["month"][0],
+                "monthUsd": entry["month"][1],
+                "limit": _limit_json(limit, day, entry),
+            }
+        )
+    return JSONResponse({"day": day, "month": day[:7], "defaults": _defaults(budget), "rows": rows})
+
+
+def add_routes(router: APIRouter, config: AgentConfig) -> None:
+    """Mount the budget routes with the governance routes, when budgets are on (`AgentConfig.budget`)."""
+    _, gated, _ = governance_mount_plan(config)
+    if not gated or config.budget is None:
+        return
+    tags: list[str | Any] = ["governance"]
+    deps = [Depends(gate)]
+    responses = error_responses(403, 404, 422)
+    router.get("/governance/budgets", responses=responses, tags=tags, dependencies=deps)(list_budgets)
+    router.get("/governance/budgets/usage", responses=responses, tags=tags, dependencies=deps)(budget_usage)
+    router.put("/governance/budgets/{scope}/{key:path}", responses=responses, tags=tags)(put_budget)
+    router.delete("/governance/budgets/{scope}/{key:path}", responses=responses, tags=tags)(delete_budget)
