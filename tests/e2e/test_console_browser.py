@@ -103,7 +103,7 @@ def test_budgets_are_edited_in_the_quota_panel_and_refuse_the_next_chat(open_as:
     form.locator("button[type=submit]").click()
     rules = page.locator("#panel section", has_text="Budget rules")
     rules.locator("tbody tr", has_text="bob").wait_for()
-    assert "1 tokens per day" in rules.locator("tbody tr", has_text="bob").inner_text()
+    assert "1 token per day" in rules.locator("tbody tr", has_text="bob").inner_text()
     shot(page, "dashboard-quota-budgets")
     try:
         with demo_server.client("bob") as bob:

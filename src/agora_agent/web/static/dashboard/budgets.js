@@ -2,12 +2,12 @@
 // form to add, change or remove one (GET/PUT/DELETE {prefix}/governance/budgets). Changes are effective at the
 // next chat and audited on the server; a refused edit shows the server's reason in words.
 
-const percent = (share) => (share === null || share === undefined ? "—" : `${Math.round(share * 100)} %`);
+const percent = (share) => (share === null || share === undefined ? "—" : share >= 10 ? "over 999 %" : `${Math.round(share * 100)} %`);
 
 function limitText(limit, formatCount, formatUsd) {
   if (!limit) return "no limit";
   const parts = [];
-  if (limit.tokens !== null && limit.tokens !== undefined) parts.push(`${formatCount(limit.tokens)} tokens`);
+  if (limit.tokens !== null && limit.tokens !== undefined) parts.push(`${formatCount(limit.tokens)} ${limit.tokens === 1 ? "token" : "tokens"}`);
   if (limit.usd !== null && limit.usd !== undefined) parts.push(formatUsd(limit.usd));
   return `${parts.join(" + ")} per ${limit.period}`;
 }
