@@ -11,15 +11,17 @@ from typing import Any
 
 import pytest
 
+from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.quota import Budget
 from agora_agent.messages import Usage
 from agora_agent.observability.events import AgentEvent, BudgetThresholdReached
 from agora_agent.stores.sql import create_engine_from_url
 from agora_agent.stores.sql.migrate import upgrade
 from agora_agent.testing import FakeModel, ScriptedTurn
+from agora_agent.testing.helpers import OBSERVER
 from tests.stores.sql.conftest import empty_database
 
-from .conftest import ADMIN_H, ALICE_H, BOB_H, asgi, web_config
+from .conftest import ADMIN_H, ALICE_H, BOB_H, asgi, hdr, web_config
 
 TURN = Usage(input_tokens=60, output_tokens=30)  # 90 tokens per chat
 BUDGETS = "/agent/governance/budgets"
@@ -45,7 +47,7 @@ async def database(kind: str, tmp_path: Path) -> AsyncIterator[str | None]:
 async def chat(client: Any, service: Any, headers: dict[str, str] = ALICE_H) -> Any:
     r = await client.post("/agent/chat", json={"message": "hi"}, headers=headers)
     if r.status_code == 200:
-        await service.wait_for_run(r.headers["x-agent-run-id"])
+        await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
     return r
 
 
@@ -237,3 +239,50 @@ async def test_a_stored_rule_exempts_an_actor_from_the_default() -> None:
         assert [(r["scope"], r["key"], r["tokens"]) for r in listed["rules"]] == [("actor", "alice", None)]
         quota = await client.get("/agent/quota/today", headers=ALICE_H)
         assert quota.json()["usedTokens"] == 90
+
+
+def scoped_gate(actor: Any, request: Any) -> Any:
+    """root: global admin; `lead` of a tenant: that tenant's admin (a GovernanceScope); anyone else: nothing."""
+    if "admin" in actor.roles:
+        return True
+    if "lead" in actor.roles:
+        return GovernanceScope(tenants={actor.tenant_ref})
+    return False
+
+
+async def test_a_tenant_admin_edits_only_its_tenants_budgets() -> None:
+    acme_lead = hdr("ann", "lead", tenant="acme")
+    config = web_config(model=model(), budget=Budget(), governance_authorize=scoped_gate)
+    async with asgi(config) as (client, service):
+        assert (await chat(client, service, hdr("gus", tenant="globex"))).status_code == 200
+        assert (await chat(client, service)).status_code == 200  # alice, acme
+        assert (await client.put(f"{BUDGETS}/actor/bob", json={"tokens": 5}, headers=ADMIN_H)).status_code == 200
+
+        r = await client.put(f"{BUDGETS}/tenant/acme", json={"tokens": 1000}, headers=acme_lead)
+        assert r.status_code == 200
+        r = await client.put(f"{BUDGETS}/actor/alice", json={"tokens": 50, "tenantRef": "acme"}, headers=acme_lead)
+        assert r.status_code == 200
+        refused = [
+            (f"{BUDGETS}/tenant/globex", {"tokens": 1}, "outside your governance scope"),
+            (f"{BUDGETS}/actor/gus", {"tokens": 1, "tenantRef": "globex"}, "tenantRef"),
+            (f"{BUDGETS}/actor/gus", {"tokens": 1}, "tenantRef"),
+            (f"{BUDGETS}/actor/*", {"tokens": 1}, "global governance grant"),
+            (f"{BUDGETS}/actor/bob", {"tokens": 1, "tenantRef": "acme"}, "set outside your governance scope"),
+        ]
+        for path, body, says in refused:
+            r = await client.put(path, json=body, headers=acme_lead)
+            assert r.status_code == 403 and says in r.json()["error"], (path, r.text)
+        assert (await client.delete(f"{BUDGETS}/actor/bob", headers=acme_lead)).status_code == 404  # not visible
+
+        listed = (await client.get(BUDGETS, headers=acme_lead)).json()["rules"]
+        assert sorted((r["scope"], r["key"]) for r in listed) == [("actor", "alice"), ("tenant", "acme")]
+        usage = (await client.get(f"{BUDGETS}/usage", headers=acme_lead)).json()["rows"]
+        assert sorted((r["scope"], r["key"]) for r in usage) == [("actor", "alice"), ("tenant", "acme")]
+        everyone = (await client.get(f"{BUDGETS}/usage", headers=ADMIN_H)).json()["rows"]
+        assert ("actor", "gus") in {(r["scope"], r["key"]) for r in everyone}
+
+        assert (await chat(client, service)).status_code == 429  # alice: 90 of the 50 ann set
+        # A rule bound to acme does not follow alice into another tenant.
+        assert (await chat(client, service, hdr("alice", tenant="globex"))).status_code == 200
+        assert (await client.delete(f"{BUDGETS}/actor/alice", headers=acme_lead)).status_code == 200
+        assert (await chat(client, service)).status_code == 200

@@ -30,7 +30,7 @@ async def test_a_replayed_step_emits_no_second_span(tmp_path: Path) -> None:
     second_model = FakeModel(pay_script())
     async with AgentService.from_config(config(tmp_path, second_model, tracer_provider=provider)) as second:
         await second.approve(ALICE, started.run_id, pending.tool_call_id)
-        run = await second.wait_for_run(started.run_id, timeout=20)
+        run = await second.wait_for_run(ALICE, started.run_id, timeout=20)
         assert run.status == "completed"
     assert len(second_model.requests) == 1  # llm:0 and llm:1 were replayed from their checkpoints
 

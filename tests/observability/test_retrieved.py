@@ -27,7 +27,7 @@ async def test_inject_mode_raises_one_retrieved_event_with_ids_and_scores() -> N
     )
     async with AgentService.from_config(config) as service:
         started = await service.chat(corpus.ACME_MEMBER, QUESTION)
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(corpus.ACME_MEMBER, started.run_id)
         [row] = [c for c in await service.store.list_tool_calls(run_id=started.run_id) if c.tool_name == "retrieve"]
     [event] = retrieved(events)
     assert (event.run_id, event.thread_id, event.actor_id, event.tenant_ref) == (
@@ -56,7 +56,7 @@ async def test_knowledge_tool_raises_one_retrieved_event_per_call() -> None:
     config = AgentConfig(model=FakeModel(script), tools=[knowledge_tool(retriever, top_k=3)], on_event=events.append)
     async with AgentService.from_config(config) as service:
         started = await service.chat(corpus.ACME_MEMBER, "look it up")
-        await service.wait_for_run(started.run_id)
+        await service.wait_for_run(corpus.ACME_MEMBER, started.run_id)
         [call] = await service.store.list_tool_calls(run_id=started.run_id)
     [event] = retrieved(events)
     output: dict[str, Any] = call.output

@@ -266,16 +266,24 @@ def _from_rule(rule: BudgetRule, key: str) -> Limit | None:
     )
 
 
-def limit_for(budget: Budget, rules: Sequence[BudgetRule], scope: Scope, key: str) -> Limit | None:
-    """The limit of one actor or tenant: its own rule, else the `*` rule, else the config's default."""
-    rule = next((r for r in rules if r.scope == scope and r.key == key), None)
+def _applies(rule: BudgetRule, scope: Scope, key: str, tenant_ref: str | None) -> bool:
+    # An actor rule bound to a tenant (set by that tenant's admin) applies only while the actor is in it.
+    return rule.scope == scope and rule.key == key and (rule.tenant_ref is None or rule.tenant_ref == tenant_ref)
+
+
+def limit_for(
+    budget: Budget, rules: Sequence[BudgetRule], scope: Scope, key: str, tenant_ref: str | None = None
+) -> Limit | None:
+    """The limit of one actor (in `tenant_ref`) or one tenant: its own rule, else the `*` rule, else the config."""
+    tenant = key if scope == "tenant" else tenant_ref
+    rule = next((r for r in rules if _applies(r, scope, key, tenant)), None)
     rule = rule or next((r for r in rules if r.scope == scope and r.key == ALL), None)
     return _from_rule(rule, key) if rule is not None else _default(budget, scope, key)
 
 
 def effective_limits(budget: Budget, rules: Sequence[BudgetRule], actor: Actor) -> tuple[Limit, ...]:
     """The limits that apply to `actor` (and its tenant): the most specific rule per scope, else the config."""
-    found = [limit_for(budget, rules, "actor", actor.id)]
+    found = [limit_for(budget, rules, "actor", actor.id, actor.tenant_ref)]
     if actor.tenant_ref:
         found.append(limit_for(budget, rules, "tenant", actor.tenant_ref))
     return tuple(limit for limit in found if limit is not None)
@@ -289,6 +297,8 @@ class BudgetRuleStore(Protocol):
     """Where the rules live. `put` and `delete` return the rule they replaced or removed (for the audit)."""
 
     async def list_rules(self) -> list[BudgetRule]: ...
+
+    async def get(self, scope: str, key: str) -> BudgetRule | None: ...
 
     async def rules_for(self, actor: Actor) -> list[BudgetRule]:
         """The rules that could apply to `actor`: its own, its tenant's, and the `*` rules."""
@@ -314,6 +324,9 @@ class MemoryBudgetRuleStore:
 
     async def list_rules(self) -> list[BudgetRule]:
         return sorted(self._rules.values(), key=lambda r: (r.scope, r.key))
+
+    async def get(self, scope: str, key: str) -> BudgetRule | None:
+        return self._rules.get((scope, key))
 
     async def rules_for(self, actor: Actor) -> list[BudgetRule]:
         wanted = candidate_keys(actor)

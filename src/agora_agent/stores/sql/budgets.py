@@ -67,6 +67,11 @@ class SqlBudgetRuleStore:
         rows = await self._units.run(lambda conn: conn.execute(stmt).mappings().all(), write=False)
         return [_rule(r) for r in rows]
 
+    async def get(self, scope: str, key: str) -> BudgetRule | None:
+        stmt = sa.select(budget_rule).where(_one(scope, key))
+        row = await self._units.run(lambda conn: conn.execute(stmt).mappings().first(), write=False)
+        return _rule(row) if row is not None else None
+
     async def rules_for(self, actor: Actor) -> list[BudgetRule]:
         """The actor's own rule, its tenant's, and the `*` rules (one indexed read)."""
         stmt = sa.select(budget_rule).where(sa.or_(*(_one(s, k) for s, k in sorted(candidate_keys(actor)))))

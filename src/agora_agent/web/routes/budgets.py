@@ -9,6 +9,12 @@ Mounted with the other governance routes (behind `governance_authorize`) when `A
 Every change is audited (`budget.set` / `budget.delete`, before → after) and effective at the next chat
 (the quota check reads the rules from the store, in every process). A bad body is a 422 `{error}` that
 says what is wrong; an unknown scope too.
+
+Who may edit what follows the caller's grant: a global admin edits every rule; a tenant admin
+(`GovernanceScope(tenants=…)`) sees and edits only its tenants' rules — the tenant rule of a tenant in scope,
+and actor rules bound to such a tenant (`tenantRef`, required for them; such a rule applies only while the
+actor is in that tenant) — and sees only its tenants' usage. The `*` rules (everyone) need a global grant
+to change (a tenant admin sees them: they apply to its users too).
 """
 
 from __future__ import annotations
@@ -17,15 +23,15 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse
 
-from agora_agent.actors import Actor
 from agora_agent.config import AgentConfig
-from agora_agent.errors import NotFoundError
+from agora_agent.errors import ForbiddenError, NotFoundError
 from agora_agent.governance.budgets import (
     ALL,
+    BudgetRule,
     BudgetRuleStore,
     Limit,
     UsageLedger,
@@ -40,10 +46,11 @@ from agora_agent.governance.budgets import (
     put_budget_rule,
     resets_at,
 )
+from agora_agent.governance.gate import GovernanceScope, Grant
 from agora_agent.governance.quota import Budget
 from agora_agent.service import AgentService
-from agora_agent.web.deps import ServiceDep, error_responses
-from agora_agent.web.routes.governance import gate, governance_mount_plan
+from agora_agent.web.deps import CallerDep, GrantDep, ServiceDep, error_responses
+from agora_agent.web.routes.governance import governance_mount_plan
 
 __all__ = ["BudgetRuleIn", "add_routes"]
 
@@ -94,29 +101,55 @@ async def _changed(service: AgentService, scope: str, key: str) -> None:
         await reseed(scope, key)
 
 
-async def list_budgets(service: ServiceDep) -> JSONResponse:
+def _visible(rule: BudgetRule, grant: Grant) -> bool:
+    if not isinstance(grant, GovernanceScope):
+        return True
+    return rule.key == ALL or grant.covers(rule.tenant_ref)
+
+
+def _may_edit(grant: Grant, rule: BudgetRule, existing: BudgetRule | None) -> None:
+    """ForbiddenError unless the grant covers the rule (and the one it replaces)."""
+    if not isinstance(grant, GovernanceScope):
+        return
+    if rule.key == ALL:
+        raise ForbiddenError("the budget of everyone ('*') needs a global governance grant, not a tenant scope")
+    if not grant.covers(rule.tenant_ref):
+        what = "an actor rule needs the actor's tenant (tenantRef) inside your scope" if rule.scope == "actor" else ""
+        raise ForbiddenError(what or f"tenant {rule.key!r} is outside your governance scope")
+    if existing is not None and not grant.covers(existing.tenant_ref):
+        raise ForbiddenError(f"the budget of {rule.scope} {rule.key!r} was set outside your governance scope")
+
+
+async def list_budgets(service: ServiceDep, grant: GrantDep) -> JSONResponse:
     """The stored rules (most specific wins: an actor's own, then `*`, then the config) and the defaults."""
-    rules = await _rules(service).list_rules()
+    rules = [r for r in await _rules(service).list_rules() if _visible(r, grant)]
     return JSONResponse({"rules": [r.to_json() for r in rules], "defaults": _defaults(_budget(service))})
 
 
 async def put_budget(
-    service: ServiceDep, scope: str, key: str, body: BudgetRuleIn, actor: Actor = Depends(gate)
+    service: ServiceDep, caller: CallerDep, grant: GrantDep, scope: str, key: str, body: BudgetRuleIn
 ) -> JSONResponse:
     """Set the rule for one actor or tenant (or `*`: every one without its own); audited, effective at once."""
     raw = body.model_dump(by_alias=True, exclude_unset=True)
     rule = parse_rule(scope, key, raw)
-    previous, stored = await put_budget_rule(_rules(service), service.audit, rule, actor_ref=actor.id)
+    store = _rules(service)
+    _may_edit(grant, rule, await store.get(rule.scope, rule.key))
+    previous, stored = await put_budget_rule(store, service.audit, rule, actor_ref=caller.actor.id)
     await _changed(service, rule.scope, rule.key)
     return JSONResponse({"rule": stored.to_json(), "previous": previous.to_json() if previous else None})
 
 
-async def delete_budget(service: ServiceDep, scope: str, key: str, actor: Actor = Depends(gate)) -> JSONResponse:
+async def delete_budget(service: ServiceDep, caller: CallerDep, grant: GrantDep, scope: str, key: str) -> JSONResponse:
     """Remove a rule; the scope falls back to the `*` rule, else the config's default. Unknown rule -> 404."""
     checked = check_scope(scope)
     check_key(key)
-    previous = await delete_budget_rule(_rules(service), service.audit, checked, key, actor_ref=actor.id)
-    if previous is None:
+    store = _rules(service)
+    existing = await store.get(checked, key)
+    if existing is None or not _visible(existing, grant):
+        raise NotFoundError(f"no budget rule for {checked} {key!r}")
+    _may_edit(grant, existing, existing)
+    previous = await delete_budget_rule(store, service.audit, checked, key, actor_ref=caller.actor.id)
+    if previous is None:  # removed by someone else meanwhile
         raise NotFoundError(f"no budget rule for {checked} {key!r}")
     await _changed(service, checked, key)
     return JSONResponse({"deleted": previous.to_json()})
@@ -159,9 +192,10 @@ def _merge(day_rows: list[UsageTotals], month_rows: list[UsageTotals]) -> dict[t
     return out
 
 
-async def budget_usage(service: ServiceDep) -> JSONResponse:
+async def budget_usage(service: ServiceDep, grant: GrantDep) -> JSONResponse:
     """Every actor and tenant with usage this month (or a rule of its own): today's and this month's use
-    (from the usage ledger, at recorded cost) against the limit that applies to it."""
+    (from the usage ledger, at recorded cost) against the limit that applies to it. A tenant admin sees its
+    tenants' actors and tenants only."""
     ledger: UsageLedger | None = service.usage_ledger
     rules_store = _rules(service)
     if ledger is None:
@@ -177,7 +211,9 @@ async def budget_usage(service: ServiceDep) -> JSONResponse:
             merged.setdefault((rule.scope, rule.key), {"tenant": rule.tenant_ref, "day": (0, 0.0), "month": (0, 0.0)})
     rows = []
     for (scope, key), entry in sorted(merged.items()):
-        limit = limit_for(budget, rules, check_scope(scope), key)
+        if isinstance(grant, GovernanceScope) and not grant.covers(entry["tenant"]):
+            continue
+        limit = limit_for(budget, rules, check_scope(scope), key, entry["tenant"])
         rows.append(
             {
                 "scope": scope,
@@ -199,9 +235,8 @@ def add_routes(router: APIRouter, config: AgentConfig) -> None:
     if not gated or config.budget is None:
         return
     tags: list[str | Any] = ["governance"]
-    deps = [Depends(gate)]
     responses = error_responses(403, 404, 422)
-    router.get("/governance/budgets", responses=responses, tags=tags, dependencies=deps)(list_budgets)
-    router.get("/governance/budgets/usage", responses=responses, tags=tags, dependencies=deps)(budget_usage)
+    router.get("/governance/budgets", responses=responses, tags=tags)(list_budgets)
+    router.get("/governance/budgets/usage", responses=responses, tags=tags)(budget_usage)
     router.put("/governance/budgets/{scope}/{key:path}", responses=responses, tags=tags)(put_budget)
     router.delete("/governance/budgets/{scope}/{key:path}", responses=responses, tags=tags)(delete_budget)
