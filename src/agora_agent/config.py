@@ -79,8 +79,10 @@ class AgentConfig:
     - `tools` / `tools_package`: tool objects or classes, and/or a package whose modules are scanned.
     - `store`: None (in memory), an `AgentStore`, or a URL (`"sqlite:///agent.db"`,
       `"postgresql+asyncpg://…"`) for the SQL store.
-    - `budget` (or a ready `quota` store) turns on budgets; `pricing` and `governance_queries`
-      default to the twin of the store (None) and can be switched off with False.
+    - `budget` (or a ready `quota` store) turns on budgets; with the memory or a SQL store its limits are the
+      defaults and per-actor / per-tenant rules are stored and edited at run time (`governance/budgets`,
+      docs/observability.md "Budgets as data"); `pricing` and `governance_queries` default to the twin of
+      the store (None) and can be switched off with False.
     - `governance_authorize` gates the governance routes, the dashboard and privileged access to
       other actors' runs and threads: True = a global admin, a `GovernanceScope(tenants=...)` = a tenant
       admin (every query, the inbox and decisions limited to those tenants); without it nobody is privileged.

@@ -49,7 +49,7 @@ __all__ = ["add_routes"]
 
 FromQ = Annotated[date | None, Query(alias="from", description="First UTC day (YYYY-MM-DD), inclusive.")]
 ToQ = Annotated[date | None, Query(alias="to", description="Last UTC day (YYYY-MM-DD), inclusive.")]
-_LIVE_KINDS = ("run.", "approval.", "tool_call.", "quota.")
+_LIVE_KINDS = ("run.", "approval.", "tool_call.", "quota.", "budget.")
 
 
 def _queries(service: AgentService) -> GovernanceQueries:

@@ -773,7 +773,8 @@ startLive(BASE, {
     const relevant =
       (panel === "approvals" && change.kind.startsWith("approval.")) ||
       (panel === "runs" && !location.hash.includes("/") && change.kind.startsWith("run.")) ||
-      (panel === "tools" && change.kind === "tool_call.status");
+      (panel === "tools" && change.kind === "tool_call.status") ||
+      (panel === "quota" && (change.kind === "run.finished" || change.kind.startsWith("budget.") || change.kind.startsWith("quota.")));
     if (!relevant || document.activeElement?.matches?.("input, select, textarea")) return;
     clearTimeout(liveTimer);
     liveTimer = setTimeout(render, 150); // a burst of events re-renders once
