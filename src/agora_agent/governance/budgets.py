@@ -405,7 +405,10 @@ class LimitCache:
     async def fresh(self, actor: Actor) -> tuple[Limit, ...]:
         """Read the rules now (every quota check does: edits are effective at the next chat)."""
         rules = await self.rules.rules_for(actor) if self.rules is not None else []
-        limits = effective_limits(self.budget, rules, actor)
+        return self.remember(actor, effective_limits(self.budget, rules, actor))
+
+    def remember(self, actor: Actor, limits: tuple[Limit, ...]) -> tuple[Limit, ...]:
+        """Keep the limits just read for `actor` (its run's model steps reuse them)."""
         if len(self._seen) > 10_000:  # bounded: a long-lived process sees many actors
             self._seen.clear()
         self._seen[(actor.id, actor.tenant_ref)] = (time.monotonic(), limits)

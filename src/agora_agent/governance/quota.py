@@ -173,6 +173,10 @@ def refusal(
     limit: Limit, day: str, used_tokens: int, used_usd: float, reserved_tokens: int, reserved_usd: float
 ) -> QuotaExceededError | None:
     """The error when the limit has no headroom left (`used + reserved >= limit`; a limit of 0 always refuses)."""
+    tokens_out = limit.tokens is not None and used_tokens + reserved_tokens >= limit.tokens
+    usd_out = not tokens_out and limit.usd is not None and used_usd + reserved_usd >= limit.usd
+    if not (tokens_out or usd_out):
+        return None  # the common case: nothing to build
     period = period_of(limit.period, day)
     base = {
         "scope": limit.scope,
@@ -182,17 +186,15 @@ def refusal(
         "resetsAt": resets_at(period).isoformat(),
         "source": limit.source,
     }
-    if limit.tokens is not None and used_tokens + reserved_tokens >= limit.tokens:
+    if tokens_out:
         return QuotaExceededError(
             exceeded_message(limit, "tokens", used_tokens, reserved_tokens),
             detail={**base, "limitTokens": limit.tokens, "usedTokens": used_tokens},
         )
-    if limit.usd is not None and used_usd + reserved_usd >= limit.usd:
-        return QuotaExceededError(
-            exceeded_message(limit, "usd", used_usd, reserved_usd),
-            detail={**base, "limitUsd": limit.usd, "usedUsd": used_usd},
-        )
-    return None
+    return QuotaExceededError(
+        exceeded_message(limit, "usd", used_usd, reserved_usd),
+        detail={**base, "limitUsd": limit.usd, "usedUsd": used_usd},
+    )
 
 
 def watch_rows(limits: Sequence[Limit], day: str) -> tuple[tuple[Any, ...], ...]:

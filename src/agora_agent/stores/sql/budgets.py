@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.actors import Actor
-from agora_agent.governance.budgets import BudgetRule, UsageTotals, candidate_keys
+from agora_agent.governance.budgets import ALL, BudgetRule, UsageTotals
 from agora_agent.stores.sql.tables import budget_rule, token_usage
 from agora_agent.stores.sql.units import units_for
 
-__all__ = ["SqlBudgetRuleStore", "SqlUsageLedger", "ledger_totals"]
+__all__ = ["SqlBudgetRuleStore", "SqlUsageLedger", "ledger_totals", "rules_for_in"]
 
 _r = budget_rule.c
 _u = token_usage.c
@@ -55,6 +55,21 @@ def _one(scope: str, key: str) -> Any:
     return sa.and_(_r.scope == scope, _r.key == key)
 
 
+# Built once: every quota check runs it (an actor's own rule, its tenant's, and the `*` rules; one index read).
+_RULES_FOR = sa.select(budget_rule).where(
+    sa.or_(
+        sa.and_(_r.scope == "actor", _r.key.in_([sa.bindparam("_actor"), ALL])),
+        sa.and_(_r.scope == "tenant", _r.key.in_([sa.bindparam("_tenant"), ALL])),
+    )
+)
+
+
+def rules_for_in(conn: sa.Connection, actor: Actor) -> list[BudgetRule]:
+    """`SqlBudgetRuleStore.rules_for` inside the caller's unit (the quota check reads rules and counters in one)."""
+    params = {"_actor": actor.id, "_tenant": actor.tenant_ref or ALL}
+    return [_rule(r) for r in conn.execute(_RULES_FOR, params).mappings().all()]
+
+
 class SqlBudgetRuleStore:
     """Budget rules in `agent_budget_rule`, one row per (scope, key)."""
 
@@ -74,9 +89,7 @@ class SqlBudgetRuleStore:
 
     async def rules_for(self, actor: Actor) -> list[BudgetRule]:
         """The actor's own rule, its tenant's, and the `*` rules (one indexed read)."""
-        stmt = sa.select(budget_rule).where(sa.or_(*(_one(s, k) for s, k in sorted(candidate_keys(actor)))))
-        rows = await self._units.run(lambda conn: conn.execute(stmt).mappings().all(), write=False)
-        return [_rule(r) for r in rows]
+        return await self._units.run(lambda conn: rules_for_in(conn, actor), write=False)
 
     async def put(self, rule: BudgetRule) -> BudgetRule | None:
         def unit(conn: sa.Connection) -> BudgetRule | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.actors import Actor
 from agora_agent.errors import QuotaExceededError
-from agora_agent.governance.budgets import ALL, BudgetRuleStore, Limit, LimitCache, period_bounds, period_of
+from agora_agent.governance.budgets import (
+    ALL,
+    BudgetRuleStore,
+    Limit,
+    LimitCache,
+    effective_limits,
+    period_bounds,
+    period_of,
+)
 from agora_agent.governance.quota import (
     Budget,
     QuotaUsage,
@@ -40,7 +49,7 @@ from agora_agent.governance.quota import (
     unpack_scope,
     watch_rows,
 )
-from agora_agent.stores.sql.budgets import ledger_totals
+from agora_agent.stores.sql.budgets import SqlBudgetRuleStore, ledger_totals, rules_for_in
 from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation
 from agora_agent.stores.sql.units import units_for
 
@@ -210,21 +219,31 @@ class SqlQuotaStore:
     async def check(self, actor: Actor, day: str) -> None:
         """Raise `QuotaExceededError` when any budget of the actor (or its tenant) has no headroom left.
 
-        Reads the rules again (an edit is effective at the next chat, whichever process made it)."""
-        limits = await self.limits.fresh(actor)
-        if not limits:
-            return
+        Reads the rules again (an edit is effective at the next chat, whichever process made it); rules on
+        this database are read in the same unit as the counters (one round trip)."""
+        if isinstance(self.rules, SqlBudgetRuleStore) and self.shares_transactions_with(self.rules.engine):
 
-        def unit(conn: sa.Connection) -> QuotaExceededError | None:
-            for limit in limits:
-                error = refusal(limit, day, *_used(conn, *limit.counter(day)))
-                if error is not None:
-                    return error
-            return None
+            def read(conn: sa.Connection) -> tuple[tuple[Limit, ...], QuotaExceededError | None]:
+                limits = effective_limits(self.budget, rules_for_in(conn, actor), actor)
+                return limits, self._first_refusal(conn, limits, day)
 
-        error = await self._units.run(unit, write=False)
+            limits, error = await self._units.run(read, write=False)
+            self.limits.remember(actor, limits)
+        else:
+            limits = await self.limits.fresh(actor)
+            if not limits:
+                return
+            error = await self._units.run(lambda conn: self._first_refusal(conn, limits, day), write=False)
         if error is not None:
             raise error
+
+    @staticmethod
+    def _first_refusal(conn: sa.Connection, limits: Sequence[Limit], day: str) -> QuotaExceededError | None:
+        for limit in limits:
+            error = refusal(limit, day, *_used(conn, *limit.counter(day)))
+            if error is not None:
+                return error
+        return None
 
     def _grant_one(self, conn: sa.Connection, limit: Limit, day: str, tokens: int, usd: float) -> None:
         counter = _key(*limit.counter(day))
