@@ -286,3 +286,28 @@ async def test_a_tenant_admin_edits_only_its_tenants_budgets() -> None:
         assert (await chat(client, service, hdr("alice", tenant="globex"))).status_code == 200
         assert (await client.delete(f"{BUDGETS}/actor/alice", headers=acme_lead)).status_code == 200
         assert (await chat(client, service)).status_code == 200
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_threshold_is_raised_once_across_processes(kind: str, tmp_path: Path) -> None:
+    """Two services on one database: the step that crosses the threshold raises it; later steps in either
+    process (also past it) do not — the claim is a row in `agent_budget_alert`."""
+    seen: dict[str, list[AgentEvent]] = {"a": [], "b": []}
+    async with database(kind, tmp_path) as url:
+
+        def config(name: str) -> Any:
+            return web_config(model=model(), store=url, budget=Budget(reserve_tokens=10), on_event=seen[name].append)
+
+        async with asgi(config("a")) as (a, service_a), asgi(config("b")) as (b, service_b):
+            body = {"tokens": 1000, "thresholds": [0.1, 0.2]}
+            assert (await a.put(f"{BUDGETS}/actor/alice", json=body, headers=ADMIN_H)).status_code == 200
+            assert (await chat(a, service_a)).status_code == 200  # 90: below 10 %
+            assert (await chat(b, service_b)).status_code == 200  # 180: crosses 10 % in B
+            assert (await chat(a, service_a)).status_code == 200  # 270: crosses 20 % in A, past 10 %
+            assert (await chat(b, service_b)).status_code == 200  # 360: past both
+            assert (await chat(a, service_a)).status_code == 200  # 450: past both
+    raised = {
+        name: [(e.threshold, e.used) for e in events if isinstance(e, BudgetThresholdReached)]
+        for name, events in seen.items()
+    }
+    assert raised == {"a": [(0.2, 270)], "b": [(0.1, 180)]}

@@ -19,6 +19,7 @@ retried after a lost commit reply finds its own row and grants nothing twice.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -119,21 +120,35 @@ def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> sa.R
     return conn.execute(_COUNTER, _key(scope, key, period)).mappings().first()
 
 
+_Claim = tuple[str, str, str, str, float]
+
+
 class _Crossings:
     """Thresholds found by settles in this process: pending ones until the loop raises them (by reservation id),
-    and the ones known to be claimed (so a step past a threshold does not try to claim it again)."""
+    and, per database engine, the ones known to be claimed (so a step past a threshold does not try again)."""
 
     def __init__(self, limit: int = 10_000) -> None:
         self.limit = limit
-        self.pending: OrderedDict[str, list[ThresholdCrossing]] = OrderedDict()
-        self.claimed: set[tuple[str, str, str, str, float]] = set()
+        self.pending: OrderedDict[str, tuple[sa.Engine, list[ThresholdCrossing]]] = OrderedDict()
+        self._claimed: weakref.WeakKeyDictionary[sa.Engine, set[_Claim]] = weakref.WeakKeyDictionary()
 
-    def keep(self, reservation_id: str, won: list[ThresholdCrossing]) -> None:
-        self.pending[reservation_id] = won
+    def claimed(self, engine: sa.Engine) -> set[_Claim]:
+        known = self._claimed.setdefault(engine, set())
+        if len(known) > self.limit:
+            known.clear()
+        return known
+
+    def keep(self, engine: sa.Engine, reservation_id: str, won: list[ThresholdCrossing]) -> None:
+        self.pending[reservation_id] = (engine, won)
         while len(self.pending) > self.limit:
             self.pending.popitem(last=False)
-        if len(self.claimed) > self.limit:
-            self.claimed.clear()
+
+    def take(self, reservation_id: str) -> list[ThresholdCrossing]:
+        """The claims a committed settle won (a settle that rolled back and ran again replaced them)."""
+        engine, won = self.pending.pop(reservation_id, (None, []))
+        if engine is not None:
+            self.claimed(engine).update((c.scope, c.key, c.period, c.unit, c.threshold) for c in won)
+        return won
 
 
 CROSSINGS = _Crossings()
@@ -174,14 +189,16 @@ def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: in
             used[counter] = (int(row[0]), float(row[1]))
     if not reservation.watch or (tokens <= 0 and usd <= 0):
         return
-    fresh = [w for w in reservation.watch if (w[0], w[1], w[2], w[3], float(w[5])) not in CROSSINGS.claimed]
+    claimed = CROSSINGS.claimed(conn.engine)
+    fresh = [w for w in reservation.watch if (w[0], w[1], w[2], w[3], float(w[5])) not in claimed]
     won = []
     for crossing in crossings(fresh, used):
         if _claim(conn, crossing):
-            won.append(crossing)
-        CROSSINGS.claimed.add((crossing.scope, crossing.key, crossing.period, crossing.unit, crossing.threshold))
+            won.append(crossing)  # known as claimed once the transaction committed (`take`)
+        else:  # claimed before, by another process or an earlier step: never again this period
+            claimed.add((crossing.scope, crossing.key, crossing.period, crossing.unit, crossing.threshold))
     if won:
-        CROSSINGS.keep(reservation.id, won)
+        CROSSINGS.keep(conn.engine, reservation.id, won)
 
 
 def _used(conn: sa.Connection, scope: str, key: str, period: str) -> tuple[int, float, int, float]:
@@ -361,7 +378,7 @@ class SqlQuotaStore:
 
     async def crossed(self, reservation: Reservation) -> list[ThresholdCrossing]:
         """The thresholds this reservation's settle reached and claimed (once per period; none on a replay)."""
-        return CROSSINGS.pending.pop(reservation.id, [])
+        return CROSSINGS.take(reservation.id)
 
     async def reseed(self, scope: str, key: str) -> None:
         """After a rule change: lift the scope's current counters to the ledger (a counter no limit used for a
