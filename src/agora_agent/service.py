@@ -94,6 +94,8 @@ class QuotaToday:
     limit_tokens: int | None = None
     used_usd: float | None = None
     limit_usd: float | None = None
+    period: str | None = None  # the actor's own budget period (day | month) when one applies
+    period_used_tokens: int | None = None  # tokens counted against it in that period
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -723,12 +725,15 @@ class AgentService:
         if self.quota is None:
             return QuotaToday(day=day, used_tokens=used)
         usage = await self.quota.usage(actor, day)
+        limited = usage.limit_tokens is not None or usage.limit_usd is not None
         return QuotaToday(
             day=day,
             used_tokens=used,
             limit_tokens=usage.limit_tokens,
             used_usd=usage.used_usd,
             limit_usd=usage.limit_usd,
+            period=("month" if len(usage.period_key) == 7 else "day") if limited else None,
+            period_used_tokens=usage.used_tokens if limited else None,
         )
 
     async def get_run(self, caller: Actor | Caller, run_id: str) -> RunRecord:

@@ -201,9 +201,12 @@ async def test_a_rule_added_mid_day_counts_what_was_already_spent() -> None:
     async with asgi(web_config(model=model(), budget=Budget())) as (client, service):
         for _ in range(3):
             assert (await chat(client, service)).status_code == 200  # 270 tokens, no limit yet
-        assert (await client.put(f"{BUDGETS}/actor/alice", json={"tokens": 200}, headers=ADMIN_H)).status_code == 200
+        r = await client.put(f"{BUDGETS}/actor/alice", json={"tokens": 200, "period": "month"}, headers=ADMIN_H)
+        assert r.status_code == 200
         refused = await chat(client, service)
         assert refused.status_code == 429 and refused.json()["detail"]["usedTokens"] == 270
+        quota = (await client.get("/agent/quota/today", headers=ALICE_H)).json()
+        assert (quota["period"], quota["periodUsedTokens"], quota["limitTokens"]) == ("month", 270, 200)
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

@@ -336,6 +336,8 @@ class QuotaTodayOut(WireModel):
     limit_tokens: int | None = None
     used_usd: float | None = None
     limit_usd: float | None = None
+    period: str | None = Field(None, description="day | month: the period of the caller's own budget, when one applies")
+    period_used_tokens: int | None = Field(None, description="Tokens counted against that budget in its period")
 
 
 class PriceOut(WireModel):

@@ -19,6 +19,8 @@ async def quota_today(service: ServiceDep, caller: CallerDep) -> QuotaTodayOut:
         limit_tokens=q.limit_tokens,
         used_usd=q.used_usd,
         limit_usd=q.limit_usd,
+        period=q.period,
+        period_used_tokens=q.period_used_tokens,
     )
 
 

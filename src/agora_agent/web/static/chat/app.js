@@ -829,7 +829,11 @@ async function loadQuota() {
   try {
     const q = await api("/quota/today", { what: "Could not read the quota" });
     const used = formatCount(q.usedTokens);
-    els.quota.textContent = q.limitTokens ? `${used} / ${formatCount(q.limitTokens)} tokens today` : `${used} tokens today`;
+    if (q.limitTokens && q.period === "month") {
+      els.quota.textContent = `${formatCount(q.periodUsedTokens ?? q.usedTokens)} / ${formatCount(q.limitTokens)} tokens this month`;
+    } else {
+      els.quota.textContent = q.limitTokens ? `${used} / ${formatCount(q.limitTokens)} tokens today` : `${used} tokens today`;
+    }
   } catch {
     els.quota.textContent = "";
   }
