@@ -96,7 +96,13 @@ def audit_output(passages: Sequence[Passage]) -> dict[str, Any]:
     }
 
 
-async def _retrieve_and_record(retrieval: InjectRetrieval, store: AgentStore, run: RunInput) -> tuple[Passage, ...]:
+async def _retrieve_and_record(
+    retrieval: InjectRetrieval,
+    store: AgentStore,
+    run: RunInput,
+    telemetry: Telemetry | None = None,
+    agent: str | None = None,
+) -> tuple[Passage, ...]:
     started = time.perf_counter()
     scope = await resolve_filter(retrieval.filter, run.actor)
     passages = tuple(
@@ -128,6 +134,16 @@ async def _retrieve_and_record(retrieval: InjectRetrieval, store: AgentStore, ru
         # A re-run of this step after a crash between the write and the checkpoint finds the row there.
         with contextlib.suppress(ConflictError):
             await store.record_tool_call(record)
+    if telemetry is not None:  # inside the step: a durable replay returns the memo and raises no second event
+        await telemetry.retrieved(
+            run,
+            agent,
+            query_length=len(run.user_text),
+            count=len(passages),
+            source="inject",
+            ids=[p.id for p in passages],
+            scores=[p.score for p in passages],
+        )
     return passages
 
 
@@ -147,7 +163,9 @@ async def retrieve_into_system(
     The stream gets one `tool` frame (name `retrieve`, status `executed`) carrying chunk ids and scores only,
     and `telemetry` one `Retrieved` event (the query's length, chunk ids and scores; never text).
     """
-    step: Callable[[], Awaitable[tuple[Passage, ...]]] = lambda: _retrieve_and_record(retrieval, store, run)  # noqa: E731
+    step: Callable[[], Awaitable[tuple[Passage, ...]]] = lambda: _retrieve_and_record(  # noqa: E731
+        retrieval, store, run, telemetry, agent
+    )
     passages = await hooks.step(RETRIEVE_STEP, step)
     await writer.write(
         ToolFrame(
@@ -159,14 +177,4 @@ async def retrieve_into_system(
             output=audit_output(passages),
         )
     )
-    if telemetry is not None:
-        await telemetry.retrieved(
-            run,
-            agent,
-            query_length=len(run.user_text),
-            count=len(passages),
-            source="inject",
-            ids=[p.id for p in passages],
-            scores=[p.score for p in passages],
-        )
     return system + context_block(passages)
