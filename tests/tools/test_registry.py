@@ -21,7 +21,7 @@ from agora_agent.errors import (
 from agora_agent.governance.policy import DefaultRolesPolicy
 from agora_agent.tools.authoring import ActionTool, ReadTool, define_tool, tool
 from agora_agent.tools.context import ToolContext
-from agora_agent.tools.registry import AuthorizedCall, ToolRegistry, args_hash
+from agora_agent.tools.registry import CHAIN, AuthorizedCall, ToolRegistry, args_hash
 from agora_agent.tools.spec import DescribeContext, ToolAvailability, ToolSpec
 
 ALICE = Actor("alice", ("ops",))
@@ -549,3 +549,43 @@ def test_warn_unguarded_actions_logs_one_line_per_action_without_roles(caplog: p
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(lines) == 2
     assert '"open_action"' in lines[0] and '"empty_roles"' in lines[1]
+
+
+# -- the chain as data ------------------------------------------------------------------------------------
+
+
+def test_the_chain_is_one_ordered_list_of_stages() -> None:
+    assert [stage.name for stage in CHAIN] == ["allow-list", "enabled", "roles policy", "can_use", "describe"]
+
+
+STAGE_ERRORS = [
+    (ToolNotFoundError, "not in this agent's tool list"),
+    (ToolDisabledError, "is disabled"),
+    (ToolForbiddenError, "not allowed for this role"),
+    (ToolForbiddenError, "can_use"),
+    (ToolNotFoundError, "unavailable for this call"),
+]
+
+
+@pytest.mark.parametrize("refusing", range(len(CHAIN)))
+async def test_offer_and_authorize_stop_at_the_same_stage(refusing: int) -> None:
+    """Only stage `refusing` says no: offer hides the tool and authorize raises that stage's error, both
+    having asked exactly the stages before it."""
+    answers = [index != refusing for index in range(len(CHAIN))]
+    allowed, enabled, policy, can_use, available = answers
+
+    def build() -> tuple[Trace, ToolRegistry]:
+        trace = Trace()
+        reg = ToolRegistry()
+        reg.register(make(trace=trace, enabled=enabled, can_use=can_use, available=available))
+        return trace, reg
+
+    allow_list = ["pay"] if allowed else ["other"]
+    offer_trace, reg = build()
+    assert await reg.offer(ALICE, policy=offer_trace.policy(policy), allow_list=allow_list) == []
+    invoke_trace, reg = build()
+    with pytest.raises((ToolNotFoundError, ToolDisabledError, ToolForbiddenError)) as info:
+        await reg.authorize("pay", GOOD, ctx=ctx(), policy=invoke_trace.policy(policy), allow_list=allow_list)
+    error, fragment = STAGE_ERRORS[refusing]
+    assert type(info.value) is error and fragment in str(info.value)
+    assert offer_trace.calls == invoke_trace.calls

@@ -1,11 +1,11 @@
 """The tool registry: what the model is offered, and whether a call may run (DESIGN §3, TOOL-14..29).
 
-One filter chain, in one order, on offer AND on invoke:
+One filter chain, in one order, on offer AND on invoke — written once, as `CHAIN`:
 
     allow-list -> enabled -> roles policy -> can_use(actor) -> describe()
 
-`offer()` drops a tool at the first filter that refuses it; `authorize()` re-asks every filter and
-raises the error of the first refusal, then validates the arguments:
+`offer()` drops a tool at the first stage that refuses it; `authorize()` walks the same stages and
+raises the refusing stage's error, then validates the arguments:
 
     unknown / outside the allow-list / describe() unavailable -> ToolNotFoundError
     enabled is false                                          -> ToolDisabledError
@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from agora_agent.actors import Actor
 from agora_agent.errors import (
+    AgoraError,
     ConfigurationError,
     ToolDisabledError,
     ToolForbiddenError,
@@ -42,7 +43,7 @@ from agora_agent.tools.authoring import BaseTool, FunctionTool
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.spec import DescribeContext, RolesPolicy, Tool, ToolAvailability, ToolSpec
 
-__all__ = ["AuthorizedCall", "ToolFactory", "ToolRegistry", "args_hash"]
+__all__ = ["CHAIN", "AuthorizedCall", "FilterStage", "StageQuestion", "ToolFactory", "ToolRegistry", "args_hash"]
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +201,70 @@ def _is_enabled(spec: ToolSpec) -> bool:
         return False
 
 
+def _verdict(value: Any) -> tuple[bool, str | None]:
+    """Read a yes/no answer (allow-list, enabled, roles policy, can_use)."""
+    return bool(value), None
+
+
+@dataclass(frozen=True, slots=True)
+class StageQuestion:
+    """What every stage may look at for one actor: the roles policy, the allow-list, the describe() context."""
+
+    actor: Actor
+    policy: RolesPolicy
+    allowed: Collection[str] | None
+    describe_ctx: DescribeContext
+
+
+@dataclass(frozen=True, slots=True)
+class FilterStage:
+    """One stage of the chain.
+
+    `ask(spec, question)` returns the stage's answer, sync or awaitable (a raise already turned into a refusal);
+    `read(answer)` says whether the tool passes and, for describe(), the description it offers; `refusal(name)`
+    is the error `authorize()` raises when this stage is the first to refuse.
+    """
+
+    name: str
+    ask: Callable[[ToolSpec, StageQuestion], Any]
+    refusal: Callable[[str], AgoraError]
+    read: Callable[[Any], tuple[bool, str | None]] = _verdict
+
+
+def _in_allow_list(spec: ToolSpec, q: StageQuestion) -> bool:
+    return q.allowed is None or spec.name in q.allowed
+
+
+def _enabled(spec: ToolSpec, q: StageQuestion) -> bool:
+    return _is_enabled(spec)
+
+
+def _roles_policy(spec: ToolSpec, q: StageQuestion) -> Any:
+    return _ask("roles policy", spec, q.policy.can, q.actor, spec)
+
+
+def _can_use(spec: ToolSpec, q: StageQuestion) -> Any:
+    return True if spec.can_use is None else _ask("can_use", spec, spec.can_use, q.actor)
+
+
+def _describe(spec: ToolSpec, q: StageQuestion) -> Any:
+    return None if spec.describe is None else _ask("describe", spec, spec.describe, q.describe_ctx)
+
+
+CHAIN: tuple[FilterStage, ...] = (
+    FilterStage(
+        "allow-list", _in_allow_list, lambda name: ToolNotFoundError(name, "it is not in this agent's tool list")
+    ),
+    FilterStage("enabled", _enabled, ToolDisabledError),
+    FilterStage("roles policy", _roles_policy, ToolForbiddenError),
+    FilterStage("can_use", _can_use, lambda name: ToolForbiddenError(name, "refused by the tool's can_use check")),
+    FilterStage(
+        "describe", _describe, lambda name: ToolNotFoundError(name, "it is unavailable for this call"), _available
+    ),
+)
+"""The filter chain, in order; `offer()` and `authorize()` both walk exactly these stages."""
+
+
 def _issues(exc: ValidationError) -> list[str]:
     out = []
     for err in exc.errors(include_url=False):
@@ -300,25 +365,20 @@ class ToolRegistry:
         Async predicates of one stage run concurrently. The `input_schema` dicts are shared and cached:
         copy before changing one.
         """
-        allowed = _as_set(allow_list)
-        stage = [e for e in self._entries.values() if allowed is None or e.spec.name in allowed]
-        stage = [e for e in stage if _is_enabled(e.spec)]
-        verdicts = await _settle_all([_ask("roles policy", e.spec, policy.can, actor, e.spec) for e in stage])
-        stage = [e for e, ok in zip(stage, verdicts, strict=True) if ok]
-        verdicts = await _settle_all(
-            [_ask("can_use", e.spec, e.spec.can_use, actor) if e.spec.can_use else True for e in stage]
-        )
-        stage = [e for e, ok in zip(stage, verdicts, strict=True) if ok]
-        dctx = describe_ctx or DescribeContext(actor=actor)
-        answers = await _settle_all(
-            [_ask("describe", e.spec, e.spec.describe, dctx) if e.spec.describe else None for e in stage]
-        )
-        out = []
-        for entry, answer in zip(stage, answers, strict=True):
-            available, description = _available(answer)
-            if available:
-                out.append(entry.to_definition(description))
-        return out
+        question = StageQuestion(actor, policy, _as_set(allow_list), describe_ctx or DescribeContext(actor=actor))
+        live = list(self._entries.values())
+        descriptions: dict[str, str] = {}
+        for stage in CHAIN:
+            answers = await _settle_all([stage.ask(e.spec, question) for e in live])
+            kept = []
+            for entry, answer in zip(live, answers, strict=True):
+                passes, description = stage.read(answer)
+                if passes:
+                    kept.append(entry)
+                    if description is not None:
+                        descriptions[entry.spec.name] = description
+            live = kept
+        return [e.to_definition(descriptions.get(e.spec.name)) for e in live]
 
     # -- invoke --------------------------------------------------------------------------------------
 
@@ -331,26 +391,18 @@ class ToolRegistry:
         policy: RolesPolicy,
         allow_list: Collection[str] | None = None,
     ) -> AuthorizedCall:
-        """Re-check every filter for one call, then validate `args`; raises the error of the first refusal."""
+        """Walk `CHAIN` for one call, then validate `args`; raises the error of the first refusing stage."""
         entry = self._entries.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
         spec = entry.spec
-        allowed = _as_set(allow_list)
-        if allowed is not None and name not in allowed:
-            raise ToolNotFoundError(name, "it is not in this agent's tool list")
-        if not _is_enabled(spec):
-            raise ToolDisabledError(name)
         actor = ctx.actor
-        if not await _resolve(_ask("roles policy", spec, policy.can, actor, spec)):
-            raise ToolForbiddenError(name)
-        if spec.can_use is not None and not await _resolve(_ask("can_use", spec, spec.can_use, actor)):
-            raise ToolForbiddenError(name, "refused by the tool's can_use check")
-        if spec.describe is not None:
-            dctx = DescribeContext(actor=actor, thread_id=ctx.thread_id, agent=ctx.agent, channel=ctx.channel)
-            available, _ = _available(await _resolve(_ask("describe", spec, spec.describe, dctx)))
-            if not available:
-                raise ToolNotFoundError(name, "it is unavailable for this call")
+        dctx = DescribeContext(actor=actor, thread_id=ctx.thread_id, agent=ctx.agent, channel=ctx.channel)
+        question = StageQuestion(actor, policy, _as_set(allow_list), dctx)
+        for stage in CHAIN:
+            passes, _ = stage.read(await _resolve(stage.ask(spec, question)))
+            if not passes:
+                raise stage.refusal(name)
         if not isinstance(args, Mapping):
             raise ToolInputInvalidError(name, [f"input: expected an object, got {type(args).__name__}"])
         try:
