@@ -25,6 +25,7 @@ $(DEMO_STAMP): $(BIN)/python pyproject.toml
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src

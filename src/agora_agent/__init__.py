@@ -4,6 +4,7 @@ The public API, grouped by topic. Everything else lives in submodules (`agora_ag
 `agora_agent.stores.sql`, `agora_agent.models`, `agora_agent.tools.sql`, `agora_agent.testing` …).
 """
 
+from agora_agent._version import __version__
 from agora_agent.actors import (
     Actor,
     ActorResolver,
@@ -40,8 +41,6 @@ from agora_agent.tools.authoring import ActionTool, BaseTool, ReadTool, define_t
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.retry import TransientRetry
 from agora_agent.tools.spec import RolesPolicy
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AbilityPolicy",

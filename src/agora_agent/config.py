@@ -24,8 +24,8 @@ from agora_agent.tools.retry import TransientRetry
 from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
-    from agora_agent.genui.components import ComponentSource
     from agora_agent.genui.present import PresentationErrorHandler
+    from agora_agent.genui.registry import ComponentSource
     from agora_agent.governance.gate import GovernanceScope
     from agora_agent.mcp.config import MCPServer
     from agora_agent.media.download import SafeDownloader

@@ -32,7 +32,7 @@ from agora_agent.errors import (
     NotFoundError,
     QuotaExceededError,
 )
-from agora_agent.genui.components import ComponentRegistry, ComponentSource
+from agora_agent.genui.registry import ComponentRegistry, ComponentSource
 from agora_agent.governance.audit import AuditLog, MemoryAuditLog
 from agora_agent.governance.budgets import BudgetRuleStore, UsageLedger
 from agora_agent.governance.gate import Caller, Grant

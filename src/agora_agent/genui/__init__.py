@@ -10,16 +10,9 @@ renderers for the builtins and lets an app register its own).
 
 from agora_agent.genui.builtins import BUILTIN_COMPONENTS, Chart, ChartProps, DataTable, DataTableProps, chart, table
 from agora_agent.genui.catalog import genui
-from agora_agent.genui.components import (
-    Component,
-    ComponentPropsError,
-    ComponentRegistry,
-    ComponentSource,
-    Presentation,
-    create_component,
-    registry_for,
-)
+from agora_agent.genui.components import Component, ComponentPropsError, Presentation, create_component
 from agora_agent.genui.present import PresentationErrorHandler, PresentationErrorInfo, PresentFn, run_present
+from agora_agent.genui.registry import ComponentRegistry, ComponentSource, registry_for
 from agora_agent.genui.session import UiSession
 
 __all__ = [

@@ -20,7 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from agora_agent.errors import ConfigurationError, ToolExecutionError
-from agora_agent.genui.components import Component, ComponentPropsError, ComponentRegistry
+from agora_agent.genui.components import Component, ComponentPropsError
+from agora_agent.genui.registry import ComponentRegistry
 from agora_agent.tools.authoring import FunctionTool, define_tool
 from agora_agent.tools.context import ToolContext
 

@@ -19,7 +19,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from agora_agent.actors import Actor
-from agora_agent.genui.components import ComponentRegistry, ComponentSource, Presentation, registry_for
+from agora_agent.genui.components import Presentation
+from agora_agent.genui.registry import ComponentRegistry, ComponentSource, registry_for
 
 __all__ = ["FrameWriter", "UiSession"]
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
-from agora_agent.genui.components import ComponentSource
 from agora_agent.genui.present import PresentationErrorHandler
+from agora_agent.genui.registry import ComponentSource
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.quota import QuotaStore
 from agora_agent.media.prepare import AttachmentPreparer

@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agora_agent._version import __version__
 from agora_agent.errors import QuotaExceededError
 from agora_agent.observability import semconv as sc
 from agora_agent.observability.events import (
@@ -161,7 +162,6 @@ class Telemetry:
             provider = self._tracer_provider or _real_tracer_provider()
             if provider is None:
                 return None
-            from agora_agent import __version__
 
             self._tracer_cache = provider.get_tracer(_INSTRUMENTATION, __version__)
         return self._tracer_cache
@@ -171,7 +171,6 @@ class Telemetry:
             provider = self._meter_provider or _real_meter_provider()
             if provider is None:
                 return None
-            from agora_agent import __version__
 
             meter: Meter = provider.get_meter(_INSTRUMENTATION, __version__)
             self._instruments_cache = _Instruments(
