@@ -40,7 +40,7 @@ dashboard and privilege over other actors' runs and threads (a `GovernanceScope`
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DashboardConfig:
-    """The governance dashboard's shell (REFERENCE DASH-07). The data it shows is always gated by
+    """The governance dashboard's shell. The data it shows is always gated by
     `AgentConfig.governance_authorize`; these options only shape the page itself.
 
     - `path`: where to mount it (default `<prefix>/dashboard`), normalised to one leading slash.
@@ -93,7 +93,7 @@ class AgentConfig:
       lapsed after `run_lease_ttl`), and any live process recovers runs whose owner's lease lapsed —
       at start-up and on every heartbeat — so it is safe with several processes. Default: on for a
       URL store; `True` with a store object recovers every `running` run at start-up (one process only).
-    - `retriever` turns on inject mode (CFG-09): every run retrieves `retrieval_top_k` passages for the
+    - `retriever` turns on inject mode: every run retrieves `retrieval_top_k` passages for the
       user's text and appends them to the system prompt. `retrieval_filter(actor) -> filter` scopes it;
       the default is `agora_agent.rag.acl_filter` (tenant + roles stamped at ingestion) — pass
       `agora_agent.rag.unscoped` (or None) to opt out explicitly. A filter that raises fails the run.
@@ -194,5 +194,5 @@ class AgentConfig:
 
     @property
     def prefix(self) -> str:
-        """`path` normalised to one leading slash and no trailing slash (CFG-13)."""
+        """`path` normalised to one leading slash and no trailing slash."""
         return "/" + self.path.strip("/") if self.path.strip("/") else ""

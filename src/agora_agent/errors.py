@@ -70,7 +70,7 @@ class ToolError(AgoraError):
 
 
 class ToolNotFoundError(ToolError):
-    """The tool is unknown, outside the agent/persona allow-list, or not available to this actor (TOOL-20)."""
+    """The tool is unknown, outside the agent/persona allow-list, or not available to this actor."""
 
     def __init__(self, tool_name: str, reason: str | None = None) -> None:
         msg = f'Tool "{tool_name}" is not registered'
@@ -80,14 +80,14 @@ class ToolNotFoundError(ToolError):
 
 
 class ToolDisabledError(ToolError):
-    """The tool exists but its `enabled` flag is off (TOOL-24)."""
+    """The tool exists but its `enabled` flag is off."""
 
     def __init__(self, tool_name: str) -> None:
         super().__init__(tool_name, f'Tool "{tool_name}" is disabled')
 
 
 class ToolForbiddenError(ToolError):
-    """The roles policy, `can_use` or the ability check refused this actor (TOOL-21)."""
+    """The roles policy, `can_use` or the ability check refused this actor."""
 
     def __init__(self, tool_name: str, reason: str | None = None) -> None:
         msg = f'Tool "{tool_name}" is not allowed for this role'
@@ -97,7 +97,7 @@ class ToolForbiddenError(ToolError):
 
 
 class ToolInputInvalidError(ToolError):
-    """The arguments failed validation; `issues` lists every problem (TOOL-22)."""
+    """The arguments failed validation; `issues` lists every problem."""
 
     def __init__(self, tool_name: str, issues: Sequence[str]) -> None:
         self.issues = list(issues)

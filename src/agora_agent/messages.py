@@ -116,7 +116,7 @@ class ModelRequest:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelTurn:
-    """What one model turn produced. The provider MUST NOT execute tools (ARCH-02).
+    """What one model turn produced. The provider MUST NOT execute tools.
 
     `cost_usd` is set only when the provider itself reported a cost; otherwise the loop estimates it.
     """

@@ -9,7 +9,7 @@
 
 A dropped stream (connection lost, or the body ending without `done`) is re-attached with
 `GET /chat/{runId}/stream` and `Last-Event-ID` = the last frame id seen, after a backoff
-(`ResumePolicy`, like the reference client's CLIENT-04): no frame is yielded twice. Every non-2xx
+(`ResumePolicy`, like the reference client's): no frame is yielded twice. Every non-2xx
 answer raises `AgentHTTPError(status, body)`; an exhausted re-attach budget raises
 `ChatDisconnectedError`.
 """
@@ -60,7 +60,7 @@ class ChatDisconnectedError(Exception):
 class ResumePolicy:
     """Re-attach budget: `max_attempts` tries in a row, waiting `backoff(n)` seconds before try n (1-based).
 
-    A successful re-attach resets the count. Default: 6 tries, min(0.4·n, 3) s (CLIENT-01).
+    A successful re-attach resets the count. Default: 6 tries, min(0.4·n, 3) s.
     """
 
     max_attempts: int = 6
@@ -172,7 +172,7 @@ class AgentClient:
             yield frame
 
     async def resume(self, run_id: str, *, after: int | None = None) -> AsyncIterator[ClientFrame]:
-        """Follow an existing run (CLIENT-06): frames after id `after` (all when None), then live ones."""
+        """Follow an existing run: frames after id `after` (all when None), then live ones."""
         state = _StreamState()
         state.run_id, state.last_id = run_id, after
         try:

@@ -1,4 +1,4 @@
-"""What a client reads from a chat stream: typed frames decoded from SSE events (REFERENCE CLIENT-07/08).
+"""What a client reads from a chat stream: typed frames decoded from SSE events.
 
 The inverse of `agora_agent.web.sse`: `meta` -> `MetaFrame`, unnamed -> `TextFrame`, `component`,
 `tool`, `agent`, `error` -> the runtime's own frame types, `done` -> `DoneFrame`. Unknown events and
@@ -18,7 +18,7 @@ __all__ = ["ClientFrame", "DoneFrame", "MetaFrame", "decode_frame", "parse_sse_t
 
 @dataclass(frozen=True, slots=True)
 class MetaFrame:
-    """The first event of every stream; `thread_id` is None on re-attach (SSE-02, HTTP-03)."""
+    """The first event of every stream; `thread_id` is None on re-attach."""
 
     run_id: str
     thread_id: str | None = None

@@ -1,4 +1,4 @@
-"""Roles policies: who may see and call which tool (REFERENCE POL-*, DESIGN §3).
+"""Roles policies: who may see and call which tool.
 
 The registry asks the same policy when it offers tools to the model and again when a call arrives, so a
 tool the actor may not call is never even shown.
@@ -9,7 +9,7 @@ tool the actor may not call is never even shown.
   explicit `roles=()` means nobody.
 - `AbilityPolicy(check)` — delegate to your authorization service per tool `ability`.
 
-Every policy here applies the `personal_agent` rule (POL-06): an actor holding that role reaches only
+Every policy here applies the `personal_agent` rule: an actor holding that role reaches only
 tools that explicitly name one of its roles.
 """
 
@@ -41,12 +41,12 @@ AbilityCheck = Callable[[Actor, str, ToolSpec], "bool | Awaitable[bool]"]
 
 
 def personal_agent_allows(actor: Actor, spec: ToolSpec) -> bool:
-    """POL-06: a `personal_agent` actor reaches only tools whose explicit roles include one of its roles."""
+    """A `personal_agent` actor reaches only tools whose explicit roles include one of its roles."""
     return spec.roles is not None and not set(spec.roles).isdisjoint(actor.roles)
 
 
 class DefaultRolesPolicy:
-    """Role intersection with an open default (POL-05).
+    """Role intersection with an open default.
 
     allowed = `spec.roles` if set, else `default_roles`; an empty allowed set means everyone when
     `empty_roles="allow"` (the default) and nobody when `"deny"`; otherwise the actor needs one allowed role.
@@ -73,7 +73,7 @@ class DefaultRolesPolicy:
 
 
 class ClosedRolesPolicy(DefaultRolesPolicy):
-    """The reference's closed semantics (POL-01/02): no roles -> `default_roles` (ADMIN); `roles=()` -> nobody."""
+    """The reference's closed semantics: no roles -> `default_roles` (ADMIN); `roles=()` -> nobody."""
 
     def __init__(self, default_roles: Iterable[str] = ("ADMIN",)) -> None:
         super().__init__(default_roles, empty_roles="deny")
@@ -83,7 +83,7 @@ class ClosedRolesPolicy(DefaultRolesPolicy):
 
 
 class AbilityPolicy:
-    """Ask `check(actor, ability, spec)` (sync or async) for tools that declare an `ability` (POL-04).
+    """Ask `check(actor, ability, spec)` (sync or async) for tools that declare an `ability`.
 
     A tool without `ability` goes to `fallback` (e.g. a `DefaultRolesPolicy`), or is refused without one.
     A `check` that raises refuses (the error is logged): authorization fails closed.

@@ -1,4 +1,4 @@
-"""Model prices and cost estimation (REFERENCE COST-01..10, PRICE-01..04)."""
+"""Model prices and cost estimation."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class ModelPrice:
 
 
 def estimate_cost(usage: Usage, price: ModelPrice) -> float:
-    """COST-03: uncached input + cache writes + cache reads + output, each at its rate.
+    """Uncached input + cache writes + cache reads + output, each at its rate.
 
     >>> estimate_cost(Usage(input_tokens=1_000_000, output_tokens=500_000),
     ...               ModelPrice(model_id="m", input_price_per_1m=3, output_price_per_1m=15))
@@ -86,7 +86,7 @@ class MemoryPricingStore:
 
 
 async def seed_model_prices(store: PricingStore, prices: Iterable[ModelPrice]) -> int:
-    """Upsert each price in order (PRICE-03); returns how many were written."""
+    """Upsert each price in order; returns how many were written."""
     n = 0
     for price in prices:
         await store.upsert_price(price)

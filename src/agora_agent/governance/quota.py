@@ -1,4 +1,4 @@
-"""Budgets enforced by reservation, not check-then-record (DESIGN §3).
+"""Budgets enforced by reservation, not check-then-record.
 
 Before each model call the loop reserves an estimate against every budget that applies to the
 actor (and its tenant); after the call it settles the reservation to the real usage. A reservation

@@ -1,4 +1,4 @@
-"""The governed agent loop (REFERENCE ARCH-LOOP-01..18).
+"""The governed agent loop.
 
 - `turn.py`: `run_agent_loop` — one run: prompt, history, model steps, budget, cost, persistence.
 - `tool_calls.py`: each tool call — authorize, park for approval, execute with retry, delegate.

@@ -34,7 +34,7 @@ def now_utc() -> datetime:
 
 
 def serialize_output(output: Any) -> str:
-    """Tool output as the model sees it: strings as-is, everything else as JSON (TOOL-04)."""
+    """Tool output as the model sees it: strings as-is, everything else as JSON."""
     if isinstance(output, str):
         return output
     return json.dumps(output, default=str, ensure_ascii=False)

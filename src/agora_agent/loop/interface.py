@@ -43,7 +43,7 @@ Redactor = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunInput:
-    """One run's input. `day` (UTC `YYYY-MM-DD`) is stamped once by the caller (QUOTA-06)."""
+    """One run's input. `day` (UTC `YYYY-MM-DD`) is stamped once by the caller."""
 
     run_id: str
     thread_id: str
@@ -104,7 +104,7 @@ class ApprovalDecision:
 
 
 class LoopHooks(Protocol):
-    """The seam between the loop and its runner (ARCH-12)."""
+    """The seam between the loop and its runner."""
 
     async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T: ...
 

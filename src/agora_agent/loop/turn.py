@@ -1,11 +1,11 @@
-"""`run_agent_loop`: one governed turn — model → tools → approval → model … (REFERENCE ARCH-LOOP-01..18).
+"""`run_agent_loop`: one governed turn — model → tools → approval → model ….
 
 The loop is framework-agnostic: it talks to small protocols (model, store, registry, policy, quota,
 pricing) and to a `LoopHooks` object, the only difference between running in-process and running
-durably. Every side effect goes through `hooks.step(name, fn)` with the stable names of DUR-04, so a
+durably. Every side effect goes through `hooks.step(name, fn)` with a stable name, so a
 durable replay never repeats one.
 
-Where DESIGN §3 decides differently from the reference, this loop follows DESIGN:
+Where this loop decides differently from the reference:
 - the run row is written by the runner before `start()` returns (a client can stream or approve at once);
 - quota is reserved before each model call (`quota:reserve:<i>`) and settled after it in the step that
   persists the assistant message and its usage row (`persist:assistant:<i>`: one store transaction);
@@ -45,7 +45,7 @@ _STEP_IDS = uuid.UUID("5f0c7c52-4d0e-4a53-9a38-6b1f1a4c2e71")
 async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     """Drive one run to completion. Raises on failure; the runner records `failed`/`cancelled`.
 
-    No try/finally around the whole loop (ARCH-LOOP-17): the sink is ended by the caller on every
+    No try/finally around the whole loop: the sink is ended by the caller on every
     outcome, so a durable suspension can pass through untouched. `deps.telemetry` observes the run
     (invoke_agent span, run.* events) and re-raises whatever the loop raises.
     """
@@ -220,7 +220,7 @@ def _redacted_calls(deps: LoopDeps, calls: Sequence[ToolCall]) -> list[ToolCall]
 
 
 def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
-    """COST-01: provider-reported cost, else an estimate from the current price, else None (never 0)."""
+    """Provider-reported cost, else an estimate from the current price, else None (never 0)."""
     if turn.cost_usd is not None:
         return turn.cost_usd
     price = state.prices.get(model_id)

@@ -113,7 +113,7 @@ def parse_data_url(url: str) -> tuple[str, str] | None:
 
 
 def as_cost(value: object) -> float | None:
-    """A provider-reported cost as a finite, non-negative float; numbers or numeric strings (COST-09)."""
+    """A provider-reported cost as a finite, non-negative float; numbers or numeric strings."""
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
         return None
     try:

@@ -1,4 +1,4 @@
-"""The model-provider protocol: one streamed model turn, no tool execution (REFERENCE ARCH-02)."""
+"""The model-provider protocol: one streamed model turn, no tool execution."""
 
 from __future__ import annotations
 

@@ -255,7 +255,7 @@ def _wire_tool_call(call: ToolCall) -> dict[str, Any]:
 
 
 def _user_content(text: str, attachments: tuple[Attachment, ...]) -> str | list[dict[str, Any]]:
-    """ATT-06: plain text without attachments; else a text part, then image_url / file parts."""
+    """Plain text without attachments; else a text part, then image_url / file parts."""
     if not attachments:
         return text
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []

@@ -218,7 +218,7 @@ def _tool_return(message: ModelMessage) -> list[pai.ModelRequestPart]:
 
 
 def _user_content(text: str, attachments: tuple[Attachment, ...]) -> str | list[pai.UserContent]:
-    """ATT-06: images as ImageUrl, other files as DocumentUrl; `data:` URLs are decoded (never fetched)."""
+    """Images as ImageUrl, other files as DocumentUrl; `data:` URLs are decoded (never fetched)."""
     if not attachments:
         return text
     parts: list[pai.UserContent] = [text] if text else []

@@ -1,4 +1,4 @@
-"""Chunking (REFERENCE RAG-02..04): prose windows that prefer paragraph/sentence/word boundaries, or whole
+"""Chunking: prose windows that prefer paragraph/sentence/word boundaries, or whole
 records split on a separator; chunk ids `<document id>#<n>` are stable when the same text is re-chunked."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors (REFERENCE ARCH-11 `EmbeddingProvider`).
+    """Turns texts into vectors (the reference's `EmbeddingProvider`).
 
     `model_id` is stored with every vector (vectors of different models are never compared);
     `dimensions` is the vector length, or None until the first call tells (remote models).
@@ -36,7 +36,7 @@ class Embedder(Protocol):
 
 
 class HashingEmbedder:
-    """Feature hashing of lowercase `[a-z0-9]+` tokens with 32-bit FNV-1a into `dimensions` buckets (TEST-08).
+    """Feature hashing of lowercase `[a-z0-9]+` tokens with 32-bit FNV-1a into `dimensions` buckets.
 
     Deterministic and dependency-free: for tests, CI and the offline demo. It captures word overlap only,
     not meaning — use the local or a remote model for real corpora.

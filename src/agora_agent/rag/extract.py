@@ -1,4 +1,4 @@
-"""Text from uploaded files (REFERENCE RAG-25/26): a content-type allow-list, a size limit, extractors per
+"""Text from uploaded files: a content-type allow-list, a size limit, extractors per
 type (`register` to add one), and a reason for every file that is skipped.
 
 Built in: text/plain, text/markdown, text/csv and the rest of text/* (UTF-8), text/html (scripts, styles and

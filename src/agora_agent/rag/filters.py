@@ -1,4 +1,4 @@
-"""Metadata filters and corpus-lifecycle helpers (REFERENCE RAG-06, RAG-21..24).
+"""Metadata filters and corpus-lifecycle helpers.
 
 A filter is a mapping `{key: value}`; every key must match:
 - a scalar value matches by *strict* equality (same JSON type and value: `1` is not `True`, `"1"` is not `1`,
@@ -45,7 +45,7 @@ class InvalidFilterError(AgoraError, ValueError):
 
 
 class UnsafeRemovalError(AgoraError):
-    """`remove_where({})` would delete the whole corpus; it is refused before any I/O (RAG-23)."""
+    """`remove_where({})` would delete the whole corpus; it is refused before any I/O."""
 
     def __init__(self, reason: str = "empty-filter") -> None:
         super().__init__("refusing to remove with an empty filter: it would delete every chunk")
@@ -126,7 +126,7 @@ def filter_denies_all(filter: Mapping[str, Any] | None) -> bool:
 
 
 def assert_removal_filter(filter: Mapping[str, Any] | None) -> dict[str, FilterValue]:
-    """Validate a `remove_where` filter; `{}` or None raises `UnsafeRemovalError` (RAG-23)."""
+    """Validate a `remove_where` filter; `{}` or None raises `UnsafeRemovalError`."""
     checked = validate_filter(filter)
     if not checked:
         raise UnsafeRemovalError()
@@ -139,7 +139,7 @@ def effective_patch_keys(patch: Mapping[str, Any]) -> list[str]:
 
 
 def apply_metadata_patch(metadata: Mapping[str, Any] | None, patch: Mapping[str, Any]) -> dict[str, Any]:
-    """A shallow JSON merge patch (RAG-21): a non-null value replaces the key wholesale, None deletes it,
+    """A shallow JSON merge patch: a non-null value replaces the key wholesale, None deletes it,
     keys not in the patch are untouched. Pure; always returns a new dict."""
     out = dict(metadata or {})
     for key, value in patch.items():

@@ -1,4 +1,4 @@
-"""Ingestion (REFERENCE RAG-05): chunk, embed in batches, upsert; re-ingesting a document replaces it."""
+"""Ingestion: chunk, embed in batches, upsert; re-ingesting a document replaces it."""
 
 from __future__ import annotations
 

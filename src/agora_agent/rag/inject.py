@@ -1,4 +1,4 @@
-"""Inject mode (REFERENCE RAG-18..20, ARCH-LOOP-07/13): retrieve once per run for the user's text, append
+"""Inject mode: retrieve once per run for the user's text, append
 the context block to the system prompt, and keep the retrieval in the audit as a synthetic `retrieve` call.
 
 The loop calls `retrieve_into_system` once, right after opening the sink. Everything with a side effect
@@ -42,7 +42,7 @@ __all__ = [
 T = TypeVar("T")
 
 RETRIEVE_STEP = "retrieve"
-"""The durable step's name (DUR-04 style: stable across versions)."""
+"""The durable step's name (stable across versions, like every step name)."""
 RETRIEVE_TOOL = "retrieve"
 """The synthetic tool name the audit row carries."""
 CONTEXT_INSTRUCTION = (
@@ -73,7 +73,7 @@ def _fence(text: str) -> str:
 
 
 def context_block(passages: Sequence[Passage]) -> str:
-    """RAG-19: `\\n\\n<retrieved_context>\\n[1] (source) text\\n\\n[2] text\\n</retrieved_context>\\n` + the
+    """`\\n\\n<retrieved_context>\\n[1] (source) text\\n\\n[2] text\\n</retrieved_context>\\n` + the
     instruction; the `(source) ` label only when a passage has one; no passages -> `""` (prompt unchanged)."""
     if not passages:
         return ""

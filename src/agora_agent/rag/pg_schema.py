@@ -26,7 +26,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def check_table_options(table: str, dimension: int, metric: str) -> None:
-    """Raise `ConfigurationError` for options that cannot name or shape the table (RAG-08)."""
+    """Raise `ConfigurationError` for options that cannot name or shape the table."""
     if not _IDENT.match(table):
         raise ConfigurationError(f"Invalid table name {table!r}")
     if not 1 <= dimension <= 16000:

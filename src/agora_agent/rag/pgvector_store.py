@@ -1,4 +1,4 @@
-"""`PgVectorStore`: chunks in PostgreSQL with pgvector (REFERENCE RAG-08..10, RAG-21..23), over the same
+"""`PgVectorStore`: chunks in PostgreSQL with pgvector, over the same
 SQLAlchemy `AsyncEngine` as the agent store (asyncpg).
 
 The table comes from `pg_schema.upgrade_pgvector` (an Alembic chain of its own, HNSW index for the metric).

@@ -1,4 +1,4 @@
-"""Retrievers (REFERENCE RAG-13..16): embedding, keyword, hybrid (reciprocal rank fusion) and reranking.
+"""Retrievers: embedding, keyword, hybrid (reciprocal rank fusion) and reranking.
 
 Every retriever takes the metadata `filter` and hands it to the store query (or to each inner retriever):
 no retriever fetches unfiltered and drops afterwards, so a passage outside the filter is never even read.
@@ -30,7 +30,7 @@ _TERM = re.compile(r"[a-z0-9]+")
 
 @runtime_checkable
 class Retriever(Protocol):
-    """`retrieve(query, top_k, filter, min_score) -> passages`, best first (ARCH-11)."""
+    """`retrieve(query, top_k, filter, min_score) -> passages`, best first."""
 
     async def retrieve(
         self,
@@ -50,7 +50,7 @@ class Reranker(Protocol):
 
 
 class EmbeddingRetriever:
-    """Embed the query, then a vector search in the store (RAG-13). A query with no signal (an all-zero
+    """Embed the query, then a vector search in the store. A query with no signal (an all-zero
     vector, e.g. only punctuation for the hashing embedder) returns nothing rather than arbitrary chunks."""
 
     def __init__(self, embedder: Embedder, store: VectorStore) -> None:
@@ -77,7 +77,7 @@ class EmbeddingRetriever:
 
 class KeywordRetriever:
     """Term relevance from the store itself (BM25 in memory, FTS5 `bm25()` on SQLite, `ts_rank` over a
-    `tsvector` on PostgreSQL). `min_score` is ignored: keyword scores have no fixed scale (RAG-14)."""
+    `tsvector` on PostgreSQL). `min_score` is ignored: keyword scores have no fixed scale."""
 
     def __init__(self, store: VectorStore) -> None:
         self.store = store
@@ -96,7 +96,7 @@ class KeywordRetriever:
 
 
 class HybridRetriever:
-    """Reciprocal rank fusion (RAG-15): each retriever fetches `fetch_top_k` under the same filter; a
+    """Reciprocal rank fusion: each retriever fetches `fetch_top_k` under the same filter; a
     passage scores `Σ weight / (k + rank + 1)` (rank from 0) over the lists it is in; the fused score replaces
     the original. `min_score` is ignored (fused scores are rank-based)."""
 
@@ -136,7 +136,7 @@ class HybridRetriever:
 
 
 class RerankingRetriever:
-    """Fetch `fetch_top_k` candidates from `base` (same filter), then `reranker.rerank(..., top_k)` (RAG-16)."""
+    """Fetch `fetch_top_k` candidates from `base` (same filter), then `reranker.rerank(..., top_k)`."""
 
     def __init__(self, base: Retriever, reranker: Reranker, *, fetch_top_k: int = 20) -> None:
         self.base = base
@@ -156,7 +156,7 @@ class RerankingRetriever:
 
 
 class TermOverlapReranker:
-    """Scores a passage by how many distinct query terms it contains (TEST-09): a dependency-free reranker
+    """Scores a passage by how many distinct query terms it contains: a dependency-free reranker
     for tests and as a cheap second stage after vector search."""
 
     async def rerank(self, query: str, passages: Sequence[Passage], *, top_k: int = 5) -> list[Passage]:

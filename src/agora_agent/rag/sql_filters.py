@@ -94,7 +94,7 @@ def sqlite_filter_sql(
 
 
 def pg_filter_sql(filter: Mapping[str, Any] | None, column: str = "metadata") -> tuple[str, dict[str, Any]]:
-    """`(sql, params)` for PostgreSQL jsonb with SQLAlchemy `:name` placeholders (RAG-09).
+    """`(sql, params)` for PostgreSQL jsonb with SQLAlchemy `:name` placeholders.
 
     Scalars: `metadata -> key = value::jsonb` (jsonb equality is type-strict: `1` is not `true`, `"1"` is not
     `1`). Lists: the stored scalar, or any element of the stored array, equals one of the values.

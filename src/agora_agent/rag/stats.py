@@ -1,4 +1,4 @@
-"""Retrieval figures for the dashboard's RAG panel (REFERENCE OBS-09): how many retrievals, how often they
+"""Retrieval figures for the dashboard's RAG panel: how many retrievals, how often they
 found nothing (zero-hit rate), how many passages reached the model on average, and the same per UTC day.
 
 Both read-model twins feed `summarize_retrievals` the newest `RETRIEVAL_WINDOW` audit rows of the synthetic

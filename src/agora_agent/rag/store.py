@@ -1,4 +1,4 @@
-"""The vector store protocol (REFERENCE ARCH-11, RAG-07..10, RAG-21..23) and the in-memory store.
+"""The vector store protocol and the in-memory store.
 
 Every store answers the same contract (tests/rag/test_store_contract.py runs it on each):
 - `upsert` replaces a chunk with the same id (text, source, metadata and vector);
@@ -70,14 +70,14 @@ class VectorStore(Protocol):
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercase `[a-z0-9]+` tokens (RAG-14)."""
+    """Lowercase `[a-z0-9]+` tokens."""
     return _TOKEN.findall(text.lower())
 
 
 def bm25_scores(
     query: str, docs: Sequence[tuple[str, str]], *, k1: float = 1.5, b: float = 0.75
 ) -> list[tuple[str, float]]:
-    """Okapi BM25 of `query` over `(id, text)` pairs, positive scores only (RAG-14's formula:
+    """Okapi BM25 of `query` over `(id, text)` pairs, positive scores only (the reference's formula:
     idf = ln(1 + (N - df + 0.5) / (df + 0.5))). Statistics come from `docs` alone — callers pass the
     filtered set, so a foreign tenant's corpus cannot shift the scores an actor sees."""
     terms = set(tokenize(query))

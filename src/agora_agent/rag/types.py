@@ -1,4 +1,4 @@
-"""The values retrieval passes around: documents in, chunks stored, passages out (REFERENCE RAG-01)."""
+"""The values retrieval passes around: documents in, chunks stored, passages out."""
 
 from __future__ import annotations
 
@@ -56,5 +56,5 @@ class ChunkRecord:
 
 
 def document_id_of(chunk_id: str) -> str:
-    """Strip the `#<n>` chunk suffix (RAG-24): `guide#12` -> `guide`; an id without one is returned as is."""
+    """Strip the `#<n>` chunk suffix: `guide#12` -> `guide`; an id without one is returned as is."""
     return _CHUNK_SUFFIX.sub("", chunk_id)

@@ -1,5 +1,5 @@
 """Ingesting files and uploads: allow-list -> size -> extract -> chunk -> embed -> upsert, with a reason for
-every skip (REFERENCE RAG-25). A file's previous chunks are replaced (re-ingest)."""
+every skip. A file's previous chunks are replaced (re-ingest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The inline runner: each run is an asyncio task in the serving process (REFERENCE ARCH-13, DESIGN §4).
+"""The inline runner: each run is an asyncio task in the serving process.
 
 - `start()` returns as soon as the task is scheduled; the run row already exists (the service wrote it).
 - Approvals wait on the stored approval row plus an in-process event, so a decision that lands
@@ -316,7 +316,7 @@ class InlineRunner:
                 logger.warning("released %d expired budget reservation(s)", released)
 
     async def run_nested(self, parent: RunInput, agent_name: str, task: str, parent_writer: SinkWriter) -> str:
-        """DLG-06: the target agent on a transient sub-thread, own run row, same actor and day."""
+        """The target agent on a transient sub-thread, own run row, same actor and day."""
         try:
             deps = self.deps_for(agent_name)
         except NotFoundError:
@@ -400,7 +400,7 @@ class InlineRunner:
         *,
         requester: Actor | None = None,
     ) -> None:
-        """Wake the run parked on this tool call (ARCH-07).
+        """Wake the run parked on this tool call.
 
         The decision lives on the approval row (server-authoritative): `AgentService.approve/reject`
         write it and then signal. Passing `decision` writes it here first (compare-and-set, so a

@@ -93,7 +93,7 @@ class MemoryAgentStore:
         title: str = "New chat",
         thread_id: str | None = None,
     ) -> ThreadRecord:
-        """Create a thread owned by `actor_ref` (STORE-14); a chosen `thread_id` that exists -> ConflictError."""
+        """Create a thread owned by `actor_ref`; a chosen `thread_id` that exists -> ConflictError."""
         if thread_id is not None and thread_id in self._threads:
             raise ConflictError(f"thread {thread_id} already exists")
         now = self._now()
@@ -112,12 +112,12 @@ class MemoryAgentStore:
         return _clone(thread)
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        """The thread, or None when unknown or soft-deleted (STORE-15)."""
+        """The thread, or None when unknown or soft-deleted."""
         thread = self._live_thread(thread_id)
         return _clone(thread) if thread is not None else None
 
     async def list_threads(self, actor_ref: str, *, limit: int = 50) -> list[ThreadSummary]:
-        """The actor's live, non-transient threads, most recently updated first (STORE-16)."""
+        """The actor's live, non-transient threads, most recently updated first."""
         threads = [
             t for t in self._threads.values() if t.actor_ref == actor_ref and not t.transient and t.deleted_at is None
         ]
@@ -130,12 +130,12 @@ class MemoryAgentStore:
         return ThreadSummary(thread=_clone(thread), last_message_preview=preview)
 
     async def thread_owner(self, thread_id: str) -> str | None:
-        """The owner's actor ref; None for unknown or soft-deleted threads (OWN-04)."""
+        """The owner's actor ref; None for unknown or soft-deleted threads."""
         thread = self._live_thread(thread_id)
         return thread.actor_ref if thread is not None else None
 
     async def soft_delete_thread(self, thread_id: str) -> bool:
-        """Hide the thread (row kept with `deleted_at`); False when unknown or already deleted (STORE-17)."""
+        """Hide the thread (row kept with `deleted_at`); False when unknown or already deleted."""
         thread = self._live_thread(thread_id)
         if thread is None:
             return False
@@ -221,7 +221,7 @@ class MemoryAgentStore:
         attachments: Sequence[Attachment] | None = None,
         usage: dict[str, Any] | None = None,
     ) -> MessageRecord:
-        """Append a message and bump the thread's `updated_at` (STORE-18).
+        """Append a message and bump the thread's `updated_at`.
 
         Raises NotFoundError when the thread is unknown or deleted.
         """
@@ -335,7 +335,7 @@ class MemoryAgentStore:
     async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
         """Insert an audit row keyed by (run_id, id), and the approval of a parked action with it.
 
-        Raises ConflictError when that key (or the approval's) exists; then nothing is written (STORE-19).
+        Raises ConflictError when that key (or the approval's) exists; then nothing is written.
         """
         key = (record.run_id, record.id)
         if key in self._tool_calls:
@@ -349,7 +349,7 @@ class MemoryAgentStore:
         self._tool_calls_by_run.setdefault(record.run_id, []).append(key)
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
-        """Apply the set fields of `patch`; status executed|failed also stamps `executed_at` (STORE-19).
+        """Apply the set fields of `patch`; status executed|failed also stamps `executed_at`.
 
         Raises NotFoundError when the tool call is unknown.
         """
@@ -450,7 +450,7 @@ class MemoryAgentStore:
     # -- runs --
 
     async def record_run_start(self, record: RunRecord, *, active_stream: bool = False) -> None:
-        """Insert the run row as given (status `running`, zero counters by default) (STORE-20); with
+        """Insert the run row as given (status `running`, zero counters by default); with
         `active_stream`, also make it the thread's active stream.
 
         Raises ConflictError when the run id exists.
@@ -475,7 +475,7 @@ class MemoryAgentStore:
         finished_at: datetime | None = None,
         thread_title: str | None = None,
     ) -> bool:
-        """Settle a `running` run (first terminal wins); False when unknown or already settled (STORE-20).
+        """Settle a `running` run (first terminal wins); False when unknown or already settled.
 
         `finished_at` defaults to now; None counters leave the stored values. `thread_title` renames the
         run's thread (whether or not the run was still running).
@@ -504,7 +504,7 @@ class MemoryAgentStore:
         return _clone(run) if run is not None else None
 
     async def run_owner(self, run_id: str) -> str | None:
-        """The run's actor ref (may differ from the thread owner), None when unknown (OWN-04)."""
+        """The run's actor ref (may differ from the thread owner), None when unknown."""
         run = self._runs.get(run_id)
         return run.actor_ref if run is not None else None
 

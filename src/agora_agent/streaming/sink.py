@@ -1,4 +1,4 @@
-"""Token sinks: where a run's frames go and where subscribers read them from (REFERENCE SINK-*).
+"""Token sinks: where a run's frames go and where subscribers read them from.
 
 Contract of a `TokenSink`:
 - `open(run_id)` returns a writer; `write` appends a frame and returns its id (1, 2, 3 …);

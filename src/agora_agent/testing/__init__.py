@@ -1,4 +1,4 @@
-"""The testing kit: scripted models and helpers, runnable offline (REFERENCE §16)."""
+"""The testing kit: scripted models and helpers, runnable offline."""
 
 from agora_agent.testing.fake_model import FakeModel, ScriptedTurn, ToolCallRequest, echo_script, sequence_script
 from agora_agent.testing.helpers import RunFrames, collect_frames, wait_for_tool_status

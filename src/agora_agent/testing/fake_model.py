@@ -1,4 +1,4 @@
-"""`FakeModel`: a scripted, deterministic model for tests and offline demos (REFERENCE TEST-01..03)."""
+"""`FakeModel`: a scripted, deterministic model for tests and offline demos."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class FakeModel:
 
 
 def echo_script(reply: str = "ok") -> Script:
-    """A script that always answers `reply` (TEST-03)."""
+    """A script that always answers `reply`."""
 
     def script(request: ModelRequest, turn_index: int) -> ScriptedTurn:
         return ScriptedTurn(text=reply)

@@ -1,4 +1,4 @@
-"""Confirmed tools (REFERENCE LATER-CONF-01..03): preview first, commit only with a signed, single-use token.
+"""Confirmed tools: preview first, commit only with a signed, single-use token.
 
     class CancelInput(BaseModel):
         order_id: int
@@ -247,7 +247,7 @@ def confirmed_tool(
     enabled: EnabledFlag = True,
     can_use: CanUse | None = None,
 ) -> ConfirmedTool:
-    """A two-step tool (LATER-CONF-01): preview + signed token, then commit. See the module docstring.
+    """A two-step tool: preview + signed token, then commit. See the module docstring.
 
     `secret` is required (no default: a guessable key would let anyone mint tokens); use the same one
     on every worker. `store` overrides where used tokens are recorded (default: the agent's SQL store

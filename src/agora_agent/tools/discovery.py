@@ -1,4 +1,4 @@
-"""Finding tools in a Python package (REFERENCE TOOL-14..17).
+"""Finding tools in a Python package.
 
 `discover_tools("myapp.agent_tools")` imports the package and every submodule below it, in sorted order,
 and returns the tools they define: `@tool`/`define_tool` objects, other `Tool`-protocol objects, and

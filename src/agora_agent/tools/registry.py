@@ -1,4 +1,4 @@
-"""The tool registry: what the model is offered, and whether a call may run (DESIGN §3, TOOL-14..29).
+"""The tool registry: what the model is offered, and whether a call may run.
 
 One filter chain, in one order, on offer AND on invoke — written once, as `CHAIN`:
 
@@ -274,7 +274,7 @@ def _issues(exc: ValidationError) -> list[str]:
 
 
 class ToolRegistry:
-    """Name-keyed tools in registration order; the first registration of a name wins (TOOL-14).
+    """Name-keyed tools in registration order; the first registration of a name wins.
 
     `factory` builds class tools (`BaseTool` subclasses) on first need; the default is `cls()`.
     """

@@ -1,4 +1,4 @@
-"""Transient retry of tool calls (REFERENCE RETRY-01..07).
+"""Transient retry of tool calls.
 
 A tool that hits a database deadlock, a lock-wait timeout or a serialization failure is retried (default:
 2 attempts in total, 150 ms then 300 ms … between them); every other error surfaces at once, unchanged.
@@ -52,7 +52,7 @@ def _matches(exc: BaseException) -> bool:
 
 
 def is_transient_error(exc: BaseException) -> bool:
-    """True for a lock or serialization conflict worth one more try (RETRY-03).
+    """True for a lock or serialization conflict worth one more try.
 
     Looks at the exception, at SQLAlchemy's wrapped driver error (`.orig`) and at one level of
     `__cause__` (and its `.orig`). Cancellation is never transient.

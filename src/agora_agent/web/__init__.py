@@ -1,6 +1,6 @@
 """The HTTP layer: `agent_router(config)` for any FastAPI app, `create_app(config)` for a ready one.
 
-Routes, status codes and the SSE envelope follow REFERENCE §2 (see docs/http.md).
+Routes, status codes and the SSE envelope follow the reference implementation (see docs/http.md).
 """
 
 from agora_agent.web.app import create_app

@@ -5,7 +5,7 @@ handlers or middleware. So each route's handler is wrapped here, in this order:
 
 1. a declared `Content-Length` above `request_max_bytes` -> 413 before anything is read;
 2. the caller's identity (the global actor resolver) -> 401, unless the endpoint resolves identity
-   itself (`POST /chat` picks the agent's own resolver, ACT-05);
+   itself (`POST /chat` picks the agent's own resolver);
 3. the body, read with the same cap (chunked uploads too) -> 413;
 4. the edge checks (`_check_edge`): NUL bytes in the path or query -> 400 (PostgreSQL cannot store
    them); a cookie-carrying unsafe request from another site (`Origin` / `Sec-Fetch-Site` not this host

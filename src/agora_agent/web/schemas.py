@@ -1,4 +1,4 @@
-"""Wire models of the HTTP API: request bodies and responses, camelCase on the wire (REFERENCE §2).
+"""Wire models of the HTTP API: request bodies and responses, camelCase on the wire.
 
 Field names are exactly the reference's (`runId`, `threadId`, `toolCallId`, `usedTokens`,
 `inputPricePer1m`, …) so the reference's browser client and dashboard work unchanged. Python code
@@ -65,7 +65,7 @@ def _not_blank(value: str) -> str:
 
 
 class AttachmentWire(WireModel):
-    """A staged file (ATT-01): `{mediaId, url, contentType, name}`."""
+    """A staged file: `{mediaId, url, contentType, name}`."""
 
     media_id: str = Field(min_length=1)
     url: str = Field(min_length=1)
@@ -86,7 +86,7 @@ class AttachmentWire(WireModel):
 
 
 class ChatRequest(WireModel):
-    """`POST /chat` (HTTP-01). An unknown `agent` is a 404, an unknown `persona` a 422."""
+    """`POST /chat`. An unknown `agent` is a 404, an unknown `persona` a 422."""
 
     message: str = Field(min_length=1, max_length=200_000, description="The user's message (not blank).")
     thread_id: str | None = Field(default=None, min_length=1, description="Continue this thread (yours).")
@@ -104,20 +104,20 @@ class ChatRequest(WireModel):
 
 
 class ApproveRequest(WireModel):
-    """`POST /tool-call/approve` (HTTP-05)."""
+    """`POST /tool-call/approve`."""
 
     run_id: str = Field(min_length=1)
     tool_call_id: str = Field(min_length=1)
 
 
 class RejectRequest(ApproveRequest):
-    """`POST /tool-call/reject` (HTTP-06); `reason` is fed back to the model."""
+    """`POST /tool-call/reject`; `reason` is fed back to the model."""
 
     reason: str | None = Field(default=None, max_length=4000)
 
 
 class PriceUpsertRequest(WireModel):
-    """`POST /governance/pricing` (HTTP-29): USD per million tokens; cache rates optional."""
+    """`POST /governance/pricing`: USD per million tokens; cache rates optional."""
 
     model_id: str = Field(min_length=1, max_length=255)  # the column is 255 wide
     input_price_per_1m: float = Field(ge=0, allow_inf_nan=False)
@@ -148,7 +148,7 @@ class OkResponse(WireModel):
 
 
 class AbortedResponse(WireModel):
-    """`POST /chat/{runId}/cancel`: `aborted` is always true (HTTP-04); `cancelled` tells whether this call
+    """`POST /chat/{runId}/cancel`: `aborted` is always true; `cancelled` tells whether this call
     ended the run (false when it had already finished)."""
 
     aborted: Literal[True] = True
@@ -156,7 +156,7 @@ class AbortedResponse(WireModel):
 
 
 class ApprovalDecisionResponse(WireModel):
-    """An approve/reject that took effect: `{"ok": true}` (HTTP-05) plus the recorded decision."""
+    """An approve/reject that took effect: `{"ok": true}` plus the recorded decision."""
 
     ok: Literal[True] = True
     run_id: str
@@ -177,7 +177,7 @@ class ApprovalDecisionResponse(WireModel):
 
 
 class PersonaOut(WireModel):
-    """HTTP-08: `{id, label}`."""
+    """`{id, label}`."""
 
     id: str
     label: str
@@ -192,7 +192,7 @@ class MessageToolCallOut(WireModel):
 
 
 class MessageOut(WireModel):
-    """A message of a thread; absent optional fields are omitted (STORE-18)."""
+    """A message of a thread; absent optional fields are omitted."""
 
     id: str
     role: str
@@ -270,7 +270,7 @@ class ToolCallOut(WireModel):
 
 
 class ThreadSummaryOut(WireModel):
-    """HTTP-07/11: `{id, title, persona, transient, createdAt, updatedAt, pinnedAt?, lastMessagePreview?,
+    """`{id, title, persona, transient, createdAt, updatedAt, pinnedAt?, lastMessagePreview?,
     activeStreamId?}`."""
 
     id: str
@@ -302,7 +302,7 @@ class RunStatusOut(WireModel):
 
 
 class ThreadDetailOut(ThreadSummaryOut):
-    """HTTP-09: the summary plus `messages[]` (oldest first) and the thread's `toolCalls[]` audit rows."""
+    """The summary plus `messages[]` (oldest first) and the thread's `toolCalls[]` audit rows."""
 
     messages: list[MessageOut]
     tool_calls: list[ToolCallOut] = Field(default_factory=list)
@@ -329,7 +329,7 @@ def _thread_fields(t: ThreadRecord) -> dict[str, Any]:
 
 
 class QuotaTodayOut(WireModel):
-    """HTTP-12: `{usedTokens}` for the caller's UTC day, plus the limits when a budget applies."""
+    """`{usedTokens}` for the caller's UTC day, plus the limits when a budget applies."""
 
     day: str
     used_tokens: int
@@ -341,7 +341,7 @@ class QuotaTodayOut(WireModel):
 
 
 class PriceOut(WireModel):
-    """HTTP-28 `CurrentModelPrice`: cache rates omitted when unset (PRICE-02)."""
+    """`CurrentModelPrice`: cache rates omitted when unset."""
 
     model_id: str
     input_price_per_1m: float

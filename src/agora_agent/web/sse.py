@@ -1,4 +1,4 @@
-"""Frames <-> Server-Sent Events, byte-compatible with the reference envelope (REFERENCE SSE-01..08).
+"""Frames <-> Server-Sent Events, byte-compatible with the reference envelope.
 
 One SSE event per frame, `\\n` line endings, compact JSON (`JSON.stringify` spacing, non-ASCII kept):
 
@@ -17,9 +17,9 @@ reference's frames are the leading `id:` lines. Decisions:
   no id, so a browser's `lastEventId` is never reset by them: re-attaching with `Last-Event-ID: N`
   resumes after frame N, and a client that saw only `meta` re-attaches from the start.
 - `agent` frames carry the sub-agent's text in `text`, not `delta`: the reference client treats any
-  named event with a string `delta` as main-thread text (CLIENT-08), and sub-agent text must not be.
+  named event with a string `delta` as main-thread text, and sub-agent text must not be.
 - `error` frames DO carry `delta` = `"\\n[error] <message>"`, which is exactly what the reference
-  writes for a failed run (SSE-06), so text-only clients still show the error.
+  writes for a failed run, so text-only clients still show the error.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ SSE_HEADERS: Mapping[str, str] = {
     "Connection": "keep-alive",
     "X-Accel-Buffering": "no",
 }
-"""SSE-01 response headers (sse-starlette adds `Connection` and `X-Accel-Buffering` itself too)."""
+"""Response headers (sse-starlette adds `Connection` and `X-Accel-Buffering` itself too)."""
 
 DONE = b"event: done\ndata: {}\n\n"
 
@@ -114,7 +114,7 @@ def encode_event(event: StreamEvent) -> bytes:
 
 
 def encode_meta(run_id: str, thread_id: str | None = None) -> bytes:
-    """SSE-02: `event: meta` with `{"runId", "threadId"}`; threadId omitted when None (re-attach)."""
+    """`event: meta` with `{"runId", "threadId"}`; threadId omitted when None (re-attach)."""
     payload: dict[str, str] = {"runId": run_id}
     if thread_id is not None:
         payload["threadId"] = thread_id
@@ -122,14 +122,14 @@ def encode_meta(run_id: str, thread_id: str | None = None) -> bytes:
 
 
 def encode_done() -> bytes:
-    """SSE-05: `event: done` with `{}`."""
+    """`event: done` with `{}`."""
     return DONE
 
 
 def event_source_response(
     body: AsyncIterator[bytes], *, headers: Mapping[str, str] | None = None, ping_seconds: float = 15
 ) -> EventSourceResponse:
-    """An sse-starlette response with the SSE-01 headers, `\\n` separators and keep-alive comments.
+    """An sse-starlette response with the reference's headers, `\\n` separators and keep-alive comments.
 
     `body` yields already-encoded events. The response never cancels the run: closing it (client
     disconnect) only ends this subscription.

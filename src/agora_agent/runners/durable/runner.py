@@ -1,6 +1,6 @@
 """`DurableRunner`: every run is a DBOS workflow, so it survives a kill -9 and resumes where it stopped.
 
-Mapping (DESIGN §4, notes/dbos.md §7), DBOS async APIs only, launched inside the app's event loop:
+How a run maps onto DBOS (async APIs only, launched inside the app's event loop):
 
 - one workflow per run, workflow id == run id; `hooks.step(name, fn)` → `DBOS.run_step_async` with the
   loop's stable step names. A step's result is checkpointed as JSON (codec.py); replay returns it.
@@ -512,7 +512,7 @@ class DurableRunner:
         return "the run failed with an internal error (see the server log)"
 
     async def run_child(self, hooks: _Hooks, parent: RunInput, agent_name: str, task: str, n: int) -> str:
-        """DLG-06 as a child workflow with a deterministic id; its frames join the parent's stream."""
+        """As a child workflow with a deterministic id; its frames join the parent's stream."""
         store = self.store
 
         async def setup() -> RunInput | str:

@@ -1,4 +1,4 @@
-"""`SqlConfirmTokenStore`: single use of confirmed-tool tokens (LATER-CONF-03) across processes.
+"""`SqlConfirmTokenStore`: single use of confirmed-tool tokens across processes.
 
 A token is used when its row is inserted; the primary key makes a second insert fail, so two
 workers racing on one token cannot both commit. Expired rows are deleted as new ones arrive.

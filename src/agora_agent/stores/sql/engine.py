@@ -95,7 +95,7 @@ def _json_default(value: Any) -> Any:
 
 
 def dumps_json(value: Any) -> str:
-    """JSON for a JSON column; a value that cannot be serialised is stored as null (STORE-18)."""
+    """JSON for a JSON column; a value that cannot be serialised is stored as null."""
     try:
         return json.dumps(value, default=_json_default, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -193,7 +193,7 @@ def _looks_disconnected(error: BaseException) -> bool:
 
 
 def is_transient_db_error(error: BaseException) -> bool:
-    """RETRY-03 for database errors: deadlock / serialization failure / lock timeout / SQLITE_BUSY, and a
+    """For database errors: deadlock / serialization failure / lock timeout / SQLITE_BUSY, and a
     lost connection (terminated backend, server restart): the retry then runs on a fresh connection.
 
     Checks the error and one level of cause (SQLAlchemy wraps the driver error in `.orig`).
@@ -206,7 +206,7 @@ def is_transient_db_error(error: BaseException) -> bool:
 
 async def retry_transient(operation: Callable[[], Awaitable[T]], *, attempts: int = 3, backoff_s: float = 0.05) -> T:
     """Run a whole transaction again after a deadlock, a serialization failure or a lost connection
-    (RETRY-02 backoff). A write retried after a lost commit reply must be idempotent (ids fixed first)."""
+    (with backoff). A write retried after a lost commit reply must be idempotent (ids fixed first)."""
     for attempt in range(1, attempts + 1):
         try:
             return await operation()

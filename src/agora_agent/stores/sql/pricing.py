@@ -1,4 +1,4 @@
-"""`SqlPricingStore`: model prices with an atomic supersede (REFERENCE PRICE-01..04).
+"""`SqlPricingStore`: model prices with an atomic supersede.
 
 `upsert_price` runs one transaction: mark the model's current row not current, insert the new one as
 current. A partial unique index (`model_id WHERE is_current`) makes "exactly one current row per model"

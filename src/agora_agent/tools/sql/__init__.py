@@ -1,4 +1,4 @@
-"""The governed read-only SQL tool (REFERENCE §10, DATA-01..17) and its building blocks.
+"""The governed read-only SQL tool and its building blocks.
 
 from agora_agent.tools.sql import sql_tool, TenantScope
 

@@ -1,4 +1,4 @@
-"""Who may read which table: the `TableAccessPolicy` protocol and `GroupTableAccessPolicy` (DATA-07, DATA-08).
+"""Who may read which table: the `TableAccessPolicy` protocol and `GroupTableAccessPolicy`.
 
 A policy answers one question per table: may an actor holding these roles read it? There is no
 allow-all: a table no rule classifies is denied, an actor without roles is denied, and system catalogs
@@ -91,7 +91,7 @@ def table_access_policy(table_access: TableAccessPolicy | Mapping[str, Any]) -> 
 
 
 def check_table_access(policy: TableAccessPolicy, roles: Sequence[str], tables: Iterable[TableRef]) -> None:
-    """Raise `SqlAccessDeniedError` naming every referenced table the roles may not read (DATA-08)."""
+    """Raise `SqlAccessDeniedError` naming every referenced table the roles may not read."""
     denied: list[str] = []
     for ref in tables:
         if ref.name not in denied and not (roles and policy.can_access(tuple(roles), ref.name)):

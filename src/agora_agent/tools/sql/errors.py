@@ -2,11 +2,11 @@
 
     ToolError
     ├── SqlValidationError          the SQL was refused before it reached the database
-    │   ├── SqlAccessDeniedError    a referenced table is not readable with the actor's roles (DATA-08)
-    │   └── TenantScopeError        the query names another tenant (DATA-11)
+    │   ├── SqlAccessDeniedError    a referenced table is not readable with the actor's roles
+    │   └── TenantScopeError        the query names another tenant
     └── ToolExecutionError
         └── SqlExecutionError       the database rejected or aborted the query
-            └── SqlTimeoutError     the statement timeout stopped the query (DATA-15)
+            └── SqlTimeoutError     the statement timeout stopped the query
 
 No message carries a stack trace, the final SQL's bound tenant value, or data the query could not see.
 """
@@ -39,7 +39,7 @@ class SqlValidationError(ToolError):
 
 
 class SqlAccessDeniedError(SqlValidationError):
-    """One or more referenced tables are not readable with the actor's roles (DATA-08). `tables` lists them."""
+    """One or more referenced tables are not readable with the actor's roles. `tables` lists them."""
 
     def __init__(self, roles: Sequence[str], tables: Sequence[str], *, tool_name: str = DEFAULT_TOOL_NAME) -> None:
         self.roles = tuple(roles)
@@ -53,7 +53,7 @@ class SqlAccessDeniedError(SqlValidationError):
 
 
 class TenantScopeError(SqlValidationError):
-    """The query compares the tenant column with a value other than the actor's tenant (DATA-11)."""
+    """The query compares the tenant column with a value other than the actor's tenant."""
 
     def __init__(self, *, tool_name: str = DEFAULT_TOOL_NAME) -> None:
         super().__init__(

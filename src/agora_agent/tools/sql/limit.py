@@ -1,4 +1,4 @@
-"""`inject_limit`: cap every result at `max_rows` (DATA-13).
+"""`inject_limit`: cap every result at `max_rows`.
 
 A statement without LIMIT gets `LIMIT max_rows`; a LIMIT / FETCH FIRST that is not a plain integer
 literal within the cap (larger, negative — unlimited in SQLite —, `ALL`, an expression, a subquery,

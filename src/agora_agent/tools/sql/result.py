@@ -1,4 +1,4 @@
-"""Shape query results for the model: JSON-safe rows, unique keys, and the 256 KiB cap (DATA-16)."""
+"""Shape query results for the model: JSON-safe rows, unique keys, and the 256 KiB cap."""
 
 from __future__ import annotations
 

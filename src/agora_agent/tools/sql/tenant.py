@@ -1,4 +1,4 @@
-"""Tenant scoping: every read of a scoped table sees only the actor's tenant (DATA-09, DATA-11).
+"""Tenant scoping: every read of a scoped table sees only the actor's tenant.
 
 Rather than adding a predicate to the top-level WHERE (which an OR, a subquery, a CTE or a set operation
 can route around), `TenantScopeRewriter` replaces EACH reference to a scoped table, at any depth, with a
@@ -71,7 +71,7 @@ class TenantScopeRewriter:
         self.default_schema = default_schema
 
     def check_literals(self, tree: exp.Expr, tenant_ref: str | None) -> None:
-        """Refuse `tenant_col = '<other>'` (or IN / IS NOT DISTINCT FROM) anywhere in the tree (DATA-11)."""
+        """Refuse `tenant_col = '<other>'` (or IN / IS NOT DISTINCT FROM) anywhere in the tree."""
         column = self.scope.column
         for node in tree.walk():
             literals: list[str | None] = []

@@ -1,4 +1,4 @@
-"""`sql_tool(...)`: the governed, read-only SQL tool (DATA-01, DATA-04, DATA-16).
+"""`sql_tool(...)`: the governed, read-only SQL tool.
 
 Pipeline per call: validate (one SELECT, no dangerous construct) -> table access for every referenced
 table -> foreign-tenant literals -> LIMIT -> tenant rewrite -> regenerate the SQL from the checked tree
@@ -131,7 +131,7 @@ class SqlTool:
         return self._spec
 
     def prepare(self, sql: str, actor: Actor) -> PreparedQuery:
-        """Validate and rewrite `sql` for `actor` without running it (DATA-04 up to LIMIT injection)."""
+        """Validate and rewrite `sql` for `actor` without running it (every check up to the LIMIT injection)."""
         try:
             return self._prepare(sql, actor)
         except ToolError as err:
@@ -235,7 +235,7 @@ def sql_tool(
     ability: str | None = None,
     default_schema: str | None = None,
 ) -> SqlTool:
-    """Build the governed read-only SQL tool for a SQLite or PostgreSQL `AsyncEngine` (DATA-01).
+    """Build the governed read-only SQL tool for a SQLite or PostgreSQL `AsyncEngine`.
 
     `table_access` is required (there is no allow-all). `tenant` scopes the listed tables to
     `ctx.actor.tenant_ref`; an actor without a tenant sees no rows of them. Raises `ConfigurationError` for

@@ -1,4 +1,4 @@
-"""`SqlValidator`: parse one statement with sqlglot and refuse everything that is not a plain read (DATA-05).
+"""`SqlValidator`: parse one statement with sqlglot and refuse everything that is not a plain read.
 
 Checks, in order: the text parses; exactly one statement; the statement is a SELECT (or a set operation of
 SELECTs); no write, DDL, session or utility statement anywhere in the tree (CTE bodies included); no
