@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ from agora_agent.errors import ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
-from agora_agent.loop.interface import PendingApproval
+from agora_agent.loop.interface import ApprovalDecision, PendingApproval
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.stores.base import ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
@@ -141,18 +141,11 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
     return await _execute(state, call, kind, authorized, ctx, decided_by=None)
 
 
-async def _execute(
-    state: RunState,
-    call: ToolCall,
-    kind: str,
-    authorized: AuthorizedCall,
-    ctx: ToolContext,
-    *,
-    decided_by: str | None,
-) -> ToolResult:
+def _tool_step(
+    state: RunState, call: ToolCall, authorized: AuthorizedCall, ctx: ToolContext
+) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """The body of the `tool:<id>` step: run the tool with retry, then present it; errors come back as data."""
     deps, run, hooks = state.deps, state.run, state.hooks
-    started = time.perf_counter()
-    outcome: dict[str, Any] = {}
 
     async def attempt() -> Any:
         return await deps.registry.execute(authorized, ctx)
@@ -186,6 +179,22 @@ async def _execute(
         await run_present(deps.registry.runnable(call.name), output, ctx, session, on_error=deps.on_presentation_error)
         return {"output": to_jsonable(output), "components": await session.finish()}
 
+    return tool_step
+
+
+async def _execute(
+    state: RunState,
+    call: ToolCall,
+    kind: str,
+    authorized: AuthorizedCall,
+    ctx: ToolContext,
+    *,
+    decided_by: str | None,
+) -> ToolResult:
+    deps, run, hooks = state.deps, state.run, state.hooks
+    started = time.perf_counter()
+    outcome: dict[str, Any] = {}
+    tool_step = _tool_step(state, call, authorized, ctx)
     try:
         outcome = await hooks.step(
             f"tool:{call.id}",
@@ -277,17 +286,7 @@ async def _run_action(
         ),
     )
     if decision.status != "approved":
-        reason = decision.reason or ("approval expired" if decision.status == "expired" else "rejected by user")
-        status: Literal["rejected", "expired"] = "expired" if decision.status == "expired" else "rejected"
-        await hooks.step(
-            f"persist:toolreject:{call.id}",
-            lambda: deps.store.update_tool_call(
-                run.run_id, call.id, ToolCallPatch(status=status, error=reason, decided_by=decision.decided_by)
-            ),
-        )
-        await _frame(state, call, "action", status, error=reason)
-        payload = {"rejected": True, "reason": reason}
-        return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
+        return await _not_approved(state, call, decision)
 
     # Approved: re-check every filter (roles may have changed while parked) and the argument hash,
     # with the requester's identity as resolved at decision time when the runner has it.
@@ -318,6 +317,22 @@ async def _run_action(
     )
     await _frame(state, call, "action", "approved")
     return await _execute(state, call, "action", recheck, ctx, decided_by=decision.decided_by)
+
+
+async def _not_approved(state: RunState, call: ToolCall, decision: ApprovalDecision) -> ToolResult:
+    """A rejected or expired action: record it, tell the client, and give the model the reason."""
+    deps, run, hooks = state.deps, state.run, state.hooks
+    reason = decision.reason or ("approval expired" if decision.status == "expired" else "rejected by user")
+    status: Literal["rejected", "expired"] = "expired" if decision.status == "expired" else "rejected"
+    await hooks.step(
+        f"persist:toolreject:{call.id}",
+        lambda: deps.store.update_tool_call(
+            run.run_id, call.id, ToolCallPatch(status=status, error=reason, decided_by=decision.decided_by)
+        ),
+    )
+    await _frame(state, call, "action", status, error=reason)
+    payload = {"rejected": True, "reason": reason}
+    return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(payload), is_error=True)
 
 
 async def _delegate(

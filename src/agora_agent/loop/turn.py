@@ -55,7 +55,10 @@ async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> Loo
     return result
 
 
-async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
+async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[RunState, str, str, list[ModelMessage]]:
+    """Everything before the first model step: the system prompt, the quota check, the user's message, the
+    thread so far, the sink, retrieval and prices. Returns the run's state, its system prompt, the thread's
+    title and the history."""
     agent = deps.agent
     store = deps.store
     persona = agent.persona(run.persona_id)
@@ -102,7 +105,13 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         price_list = await hooks.step("pricing:list", pricing.list_current_prices)
         state.prices = {p.model_id: p for p in price_list}
 
-    messages = list(history)
+    return state, system, thread_title, list(history)
+
+
+async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
+    agent = deps.agent
+    store = deps.store
+    state, system, thread_title, messages = await _open_run(deps, run, hooks)
     last_text = ""
     steps = 0
     total_in = total_out = 0

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Literal
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agora_agent.governance.audit import AuditEntry
 from agora_agent.governance.pricing import ModelPrice, estimate_cost
@@ -114,43 +115,12 @@ async def reprice_usage(
             .mappings()
             .all()
         )
-        models = sorted({r["model_id"] for r in rows})
-        history: dict[str, list[ModelPrice]] = {m: [] for m in models}
-        if models:
-            price_rows = (
-                (
-                    await conn.execute(
-                        sa.select(model_pricing)
-                        .where(model_pricing.c.model_id.in_(models))
-                        .order_by(model_pricing.c.effective_from)
-                    )
-                )
-                .mappings()
-                .all()
-            )
-            for p in price_rows:
-                history[p["model_id"]].append(price_from_row(p))
+        history = await _price_history(conn, sorted({r["model_id"] for r in rows}))
         before = sum(float(r["cost_usd"] or 0.0) for r in rows)
-        after = 0.0
-        unpriced = 0
-        updates: list[dict[str, object]] = []
-        for r in rows:
-            price = _price_for(history.get(r["model_id"], []), r["created_at"], use)
-            if price is None:
-                unpriced += 1
-                updates.append({"row_id": r["id"], "cost": None, "pid": None, "src": None})
-                continue
-            cost = estimate_cost(
-                Usage(
-                    input_tokens=r["input_tokens"],
-                    output_tokens=r["output_tokens"],
-                    cache_read_tokens=r["cache_read_tokens"],
-                    cache_write_tokens=r["cache_write_tokens"],
-                ),
-                price,
-            )
-            after += cost
-            updates.append({"row_id": r["id"], "cost": cost, "pid": price.id, "src": "priced"})
+        repriced = [_repriced(r, _price_for(history.get(r["model_id"], []), r["created_at"], use)) for r in rows]
+        updates = [update for update, _ in repriced]
+        after = sum((cost for _, cost in repriced if cost is not None), 0.0)
+        unpriced = sum(1 for _, cost in repriced if cost is None)
         if updates:
             await conn.execute(
                 sa.update(token_usage)
@@ -175,6 +145,41 @@ async def reprice_usage(
         )
         await conn.execute(sa.insert(audit_log).values(_values(entry)))
     return RepriceResult(rows=len(rows), unpriced=unpriced, before_usd=before, after_usd=after, audit_id=entry.id)
+
+
+async def _price_history(conn: AsyncConnection, models: list[str]) -> dict[str, list[ModelPrice]]:
+    """Every price of each model, oldest first (empty lists for models without one)."""
+    history: dict[str, list[ModelPrice]] = {m: [] for m in models}
+    if not models:
+        return history
+    price_rows = (
+        (
+            await conn.execute(
+                sa.select(model_pricing)
+                .where(model_pricing.c.model_id.in_(models))
+                .order_by(model_pricing.c.effective_from)
+            )
+        )
+        .mappings()
+        .all()
+    )
+    for p in price_rows:
+        history[p["model_id"]].append(price_from_row(p))
+    return history
+
+
+def _repriced(row: RowMapping, price: ModelPrice | None) -> tuple[dict[str, object], float | None]:
+    """The update of one usage row and its new cost: priced at `price`, or unpriced (all None) without one."""
+    if price is None:
+        return {"row_id": row["id"], "cost": None, "pid": None, "src": None}, None
+    usage = Usage(
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cache_read_tokens=row["cache_read_tokens"],
+        cache_write_tokens=row["cache_write_tokens"],
+    )
+    cost = estimate_cost(usage, price)
+    return {"row_id": row["id"], "cost": cost, "pid": price.id, "src": "priced"}, cost
 
 
 def _price_for(history: list[ModelPrice], at: datetime, use: str) -> ModelPrice | None:
