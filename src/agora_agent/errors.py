@@ -62,7 +62,11 @@ class StoreError(AgoraError):
 
 
 class ToolError(AgoraError):
-    """A tool call was refused or failed. `tool_name` names the tool."""
+    """A tool call was refused or failed. `tool_name` names the tool; `stage` names the filter-chain stage
+    that refused the call (`"allow-list"`, `"enabled"`, `"roles policy"`, `"can_use"`, `"describe"`), when one did.
+    """
+
+    stage: str | None = None
 
     def __init__(self, tool_name: str, message: str) -> None:
         super().__init__(message)

@@ -67,23 +67,29 @@ async def test_preview_then_commit_once_and_every_refusal_has_a_reason() -> None
         first = await call(service, ALICE, {"order_id": 7})
         assert first["status"] == "preview" and first["preview"]["summary"] == "cancel order 7" and log == []
         token = first["confirmToken"]
-        with pytest.raises(ConfirmationRefusedError, match="another caller"):
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, MALLORY, {"order_id": 7, "confirm": True, "confirmToken": token})
-        with pytest.raises(ConfirmationRefusedError, match="another caller"):
+        assert refused.value.reason == "other_caller"
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE_OTHER_TENANT, {"order_id": 7, "confirm": True, "confirmToken": token})
-        with pytest.raises(ConfirmationRefusedError, match="arguments differ"):
+        assert refused.value.reason == "other_caller"
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE, {"order_id": 8, "confirm": True, "confirmToken": token})
-        with pytest.raises(ConfirmationRefusedError, match="forged"):
+        assert refused.value.reason == "arguments_changed"
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE, {"order_id": 7, "confirm": True, "confirmToken": token[:-3] + "abc"})
-        with pytest.raises(ConfirmationRefusedError, match="needs the confirmToken"):
+        assert refused.value.reason == "invalid"
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE, {"order_id": 7, "confirm": True})
+        assert refused.value.reason == "missing"
         done = await call(service, ALICE, {"order_id": 7, "confirm": True, "confirmToken": token})
         assert done == {
             "status": "committed",
             "result": {"summary": "order 7 cancelled", "data": done["result"]["data"]},
         }
-        with pytest.raises(ConfirmationRefusedError, match="already used"):
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE, {"order_id": 7, "confirm": True, "confirmToken": token})
+        assert refused.value.reason == "used"
         with pytest.raises(ValueError, match="no such order"):  # prepare refuses before any preview
             await call(service, ALICE, {"order_id": 404})
     assert log == [7]
@@ -97,8 +103,9 @@ async def test_an_expired_token_is_refused() -> None:
     async with AgentService.from_config(config) as service:
         token = (await call(service, ALICE, {"order_id": 1}))["confirmToken"]
         await asyncio.sleep(0.1)
-        with pytest.raises(ConfirmationRefusedError, match="expired"):
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE, {"order_id": 1, "confirm": True, "confirmToken": token})
+        assert refused.value.reason == "expired"
     assert log == []
 
 
@@ -131,8 +138,9 @@ async def test_usable_from_chat_with_single_use_in_the_sql_store(tmp_path: Path)
         model=FakeModel(two_step_script), tools=[make_tool(log)], store=f"sqlite:///{tmp_path / 'a.db'}"
     )
     async with AgentService.from_config(config) as service:
-        with pytest.raises(ConfirmationRefusedError, match="already used"):
+        with pytest.raises(ConfirmationRefusedError) as refused:
             await call(service, ALICE, {"order_id": 5, "confirm": True, "confirmToken": token})
+        assert refused.value.reason == "used"
     assert log == [5]
 
 

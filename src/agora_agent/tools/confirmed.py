@@ -35,7 +35,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -55,8 +55,18 @@ _DEFAULT_TTL = timedelta(minutes=15)
 _CONTROL_FIELDS = frozenset({"confirm", "confirm_token"})
 
 
+RefusalReason = Literal["missing", "invalid", "other_tool", "other_caller", "arguments_changed", "expired", "used"]
+
+
 class ConfirmationRefusedError(ToolError):
-    """The second step was refused: the token is missing, forged, expired, used or bound to something else."""
+    """The second step was refused: the token is missing, forged, expired, used or bound to something else.
+
+    `reason` says which, for code; the message says it (and what to do) for the model and the person.
+    """
+
+    def __init__(self, tool_name: str, message: str, *, reason: RefusalReason) -> None:
+        super().__init__(tool_name, message)
+        self.reason: RefusalReason = reason
 
 
 @runtime_checkable
@@ -175,29 +185,33 @@ class ConfirmedTool:
         mac = _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
         return f"{body}.{mac}"
 
-    def _refuse(self, reason: str) -> ConfirmationRefusedError:
-        return ConfirmationRefusedError(self._spec.name, f'Tool "{self._spec.name}": confirmation refused: {reason}')
+    def _refuse(self, reason: RefusalReason, explanation: str) -> ConfirmationRefusedError:
+        return ConfirmationRefusedError(
+            self._spec.name, f'Tool "{self._spec.name}": confirmation refused: {explanation}', reason=reason
+        )
 
     def _verify(self, token: str | None, args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         if not token:
-            raise self._refuse("confirm: true needs the confirmToken of a preview; call without confirm first")
+            raise self._refuse(
+                "missing", "confirm: true needs the confirmToken of a preview; call without confirm first"
+            )
         body, _, mac = token.partition(".")
         expected = _b64(hmac.new(self._secret, body.encode(), hashlib.sha256).digest())
         if not mac or not hmac.compare_digest(expected, mac):
-            raise self._refuse("the confirmToken is not valid (forged or damaged)")
+            raise self._refuse("invalid", "the confirmToken is not valid (forged or damaged)")
         try:
             payload = json.loads(_unb64(body))
         except ValueError:
-            raise self._refuse("the confirmToken is not valid (forged or damaged)") from None
+            raise self._refuse("invalid", "the confirmToken is not valid (forged or damaged)") from None
         bound = self._bound(args, ctx)
         if payload.get("t") != bound["t"]:
-            raise self._refuse("the confirmToken was issued for another tool")
+            raise self._refuse("other_tool", "the confirmToken was issued for another tool")
         if payload.get("a") != bound["a"] or payload.get("n") != bound["n"]:
-            raise self._refuse("the confirmToken was issued to another caller")
+            raise self._refuse("other_caller", "the confirmToken was issued to another caller")
         if payload.get("h") != bound["h"]:
-            raise self._refuse("the arguments differ from the previewed ones; preview them again")
+            raise self._refuse("arguments_changed", "the arguments differ from the previewed ones; preview them again")
         if float(payload.get("e", 0)) < time.time():
-            raise self._refuse("the confirmToken has expired; preview again")
+            raise self._refuse("expired", "the confirmToken has expired; preview again")
         return dict(payload)
 
     async def invoke(self, input: BaseModel, ctx: ToolContext) -> Any:
@@ -223,7 +237,7 @@ class ConfirmedTool:
         expires_at = datetime.fromtimestamp(float(payload["e"]), UTC)
         token_id = hashlib.sha256(str(token).encode()).hexdigest()
         if not await store.consume(token_id, tool_name=self._spec.name, actor_ref=ctx.actor.id, expires_at=expires_at):
-            raise self._refuse("the confirmToken was already used; preview again for a new one")
+            raise self._refuse("used", "the confirmToken was already used; preview again for a new one")
         prepared = await _call(self._prepare, plain, ctx)
         done = await _call(self._commit, prepared)
         return {"status": "committed", "result": done}

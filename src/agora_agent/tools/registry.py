@@ -31,9 +31,9 @@ from pydantic import BaseModel, ValidationError
 
 from agora_agent.actors import Actor
 from agora_agent.errors import (
-    AgoraError,
     ConfigurationError,
     ToolDisabledError,
+    ToolError,
     ToolForbiddenError,
     ToolInputInvalidError,
     ToolNotFoundError,
@@ -222,12 +222,12 @@ class FilterStage:
 
     `ask(spec, question)` returns the stage's answer, sync or awaitable (a raise already turned into a refusal);
     `read(answer)` says whether the tool passes and, for describe(), the description it offers; `refusal(name)`
-    is the error `authorize()` raises when this stage is the first to refuse.
+    is the error `authorize()` raises when this stage is the first to refuse (its `stage` set to `name`).
     """
 
     name: str
     ask: Callable[[ToolSpec, StageQuestion], Any]
-    refusal: Callable[[str], AgoraError]
+    refusal: Callable[[str], ToolError]
     read: Callable[[Any], tuple[bool, str | None]] = _verdict
 
 
@@ -402,7 +402,9 @@ class ToolRegistry:
         for stage in CHAIN:
             passes, _ = stage.read(await _resolve(stage.ask(spec, question)))
             if not passes:
-                raise stage.refusal(name)
+                refusal = stage.refusal(name)
+                refusal.stage = stage.name
+                raise refusal
         if not isinstance(args, Mapping):
             raise ToolInputInvalidError(name, [f"input: expected an object, got {type(args).__name__}"])
         try:

@@ -79,8 +79,9 @@ async def test_refusals_never_reach_the_database() -> None:
     # Nothing listens on port 1: a refusal that touched the database would fail with a connection error instead.
     engine = create_async_engine("postgresql+asyncpg://nobody@127.0.0.1:1/none")
     tool = sql_tool(engine, table_access=POLICY, tenant=SCOPE)
-    with pytest.raises(SqlAccessDeniedError, match="`secrets`"):
+    with pytest.raises(SqlAccessDeniedError) as denied:
         await tool.invoke({"sql": "SELECT * FROM secrets"}, ctx())
+    assert denied.value.tables == ("secrets",)
     await engine.dispose()
 
 
