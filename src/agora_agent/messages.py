@@ -91,6 +91,18 @@ class Usage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def to_json(self) -> dict[str, int]:
+        """The stored (and served) form of a message's usage: `{inputTokens, outputTokens}` plus the cache and
+        reasoning counts the provider reported. The one place that spells it; stored rows keep this shape."""
+        out = {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
+        if self.cache_read_tokens is not None:
+            out["cacheReadTokens"] = self.cache_read_tokens
+        if self.cache_write_tokens is not None:
+            out["cacheWriteTokens"] = self.cache_write_tokens
+        if self.reasoning_tokens is not None:
+            out["reasoningTokens"] = self.reasoning_tokens
+        return out
+
     def __add__(self, other: Usage) -> Usage:
         def add(a: int | None, b: int | None) -> int | None:
             return None if a is None and b is None else (a or 0) + (b or 0)

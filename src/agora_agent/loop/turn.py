@@ -237,14 +237,7 @@ def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
 
 
 def _usage_json(turn: ModelTurn, cost: float | None, latency_ms: int | None = None) -> dict[str, Any]:
-    usage: dict[str, Any] = {"inputTokens": turn.usage.input_tokens, "outputTokens": turn.usage.output_tokens}
-    if turn.usage.cache_read_tokens is not None:
-        usage["cacheReadTokens"] = turn.usage.cache_read_tokens
-    if turn.usage.cache_write_tokens is not None:
-        usage["cacheWriteTokens"] = turn.usage.cache_write_tokens
-    if turn.usage.reasoning_tokens is not None:
-        usage["reasoningTokens"] = turn.usage.reasoning_tokens
-    usage["costUsd"] = cost
+    usage: dict[str, Any] = {**turn.usage.to_json(), "costUsd": cost}
     # for the run inspector: how long the call took (as this process saw it) and why the turn ended
     if latency_ms is not None:
         usage["latencyMs"] = latency_ms
