@@ -14,7 +14,7 @@ import asyncio
 import json
 import re
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -202,10 +202,9 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with an agent in the terminal; approve or reject its actions as they come."""
-    import httpx2
     from rich.prompt import Confirm
 
-    from agora_agent.client import AgentClient, AgentHTTPError, ChatDisconnectedError
+    from agora_agent.client import AgentClient
 
     console = Console(highlight=False)
     headers = {"x-actor-id": actor, "x-actor-role": roles}
@@ -254,6 +253,15 @@ def chat(
             if thread is not None:
                 await _show_pending(client, console, thread, confirm, markdown=markdown)
             await run_chat(client, console, next_message, confirm, agent=agent, thread_id=thread, markdown=markdown)
+
+    _run_or_exit(main, url)
+
+
+def _run_or_exit(main: Callable[[], Coroutine[Any, Any, None]], url: str) -> None:
+    """Run the chat; a refusal, a dropped stream or an unreachable server is one line on stderr and exit 1."""
+    import httpx2
+
+    from agora_agent.client import AgentHTTPError, ChatDisconnectedError
 
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
