@@ -1,4 +1,4 @@
-"""Named agents, personas, system prompts and delegation tools (REFERENCE §9)."""
+"""Named agents, personas, system prompts and delegation tools."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class Delegation:
 
 @dataclass(frozen=True, kw_only=True)
 class AgentDefinition:
-    """A named agent: prompt, tool allow-list, delegates, personas and limits (AGENT-01).
+    """A named agent: prompt, tool allow-list, delegates, personas and limits.
 
     `tools=None` means no allow-list (every tool the roles policy allows); a tuple restricts the
     agent to those names plus the `ask_<agent>` tools of its `delegates_to`.
@@ -93,7 +93,7 @@ class AgentDefinition:
         return [d if isinstance(d, Delegation) else Delegation(agent=d) for d in self.delegates_to]
 
     def allow_list(self) -> frozenset[str] | None:
-        """AGENT-03: the agent's tools plus its delegation tools; None when neither restricts."""
+        """The agent's tools plus its delegation tools; None when neither restricts."""
         if self.tools is None:
             # Deliberate: delegates alone do not restrict the other tools (the reference's AGENT-03
             # would leave such an agent able only to delegate). Foreign `ask_*` tools are excluded
@@ -107,7 +107,7 @@ class AgentDefinition:
 
 
 def effective_allow_list(agent: AgentDefinition, persona: Persona | None) -> frozenset[str] | None:
-    """Agent allow-list ∩ persona allow-list (TOOL-28); None = unrestricted."""
+    """Agent allow-list ∩ persona allow-list; None = unrestricted."""
     agent_list = agent.allow_list()
     persona_list = frozenset(persona.allowed_tools) if persona and persona.allowed_tools is not None else None
     if agent_list is None:
@@ -131,7 +131,7 @@ async def _resolve(prompt: str | PromptBuilder | None, ctx: PromptContext) -> st
 async def resolve_system_prompt(
     agent: AgentDefinition, persona: Persona | None, actor: Actor, page_context: Mapping[str, Any] | None
 ) -> str:
-    """ARCH-LOOP-01 / PERS-02: the agent's prompt, then the persona's with `base_prompt` = the agent's."""
+    """The agent's prompt, then the persona's with `base_prompt` = the agent's."""
     base_ctx = PromptContext(actor=actor, persona=persona, page_context=page_context, base_prompt="")
     base = await _resolve(agent.system_prompt, base_ctx) if agent.system_prompt is not None else DEFAULT_SYSTEM_PROMPT
     if persona is None or not persona.system_prompt:
@@ -141,18 +141,18 @@ async def resolve_system_prompt(
 
 
 def delegation_tool_name(agent_name: str) -> str:
-    """DLG-01: `ask_<target>` with runs of non-alphanumerics folded to `_`."""
+    """`ask_<target>` with runs of non-alphanumerics folded to `_`."""
     return "ask_" + re.sub(r"[^a-zA-Z0-9]+", "_", agent_name)
 
 
 class DelegationInput(BaseModel):
-    """Input of every `ask_<agent>` tool (DLG-03)."""
+    """Input of every `ask_<agent>` tool."""
 
     task: str = Field(min_length=1, description="The task for the other agent, self-contained.")
 
 
 def delegation_specs(agents: Sequence[AgentDefinition]) -> list[ToolSpec]:
-    """One agent-kind spec per delegation edge, deduplicated by name (first edge wins, DLG-01)."""
+    """One agent-kind spec per delegation edge, deduplicated by name (the first edge wins)."""
     by_name = {a.name: a for a in agents}
     specs: dict[str, ToolSpec] = {}
     for agent in agents:

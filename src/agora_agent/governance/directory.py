@@ -1,4 +1,4 @@
-"""Actor directories: turn actor refs into display labels for governance views (REFERENCE ARCH-08, GQ-12).
+"""Actor directories: turn actor refs into display labels for governance views.
 
 The read side only: the HTTP layer calls `resolve_display` once per page with the distinct refs it
 is about to show, and adds `actorLabel` to the rows whose ref came back. A directory that raises

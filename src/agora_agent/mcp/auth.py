@@ -92,7 +92,7 @@ class _ApiKeyAuth:
 def api_key_auth(
     keys: Mapping[str, Actor] | Collection[str], to_actor: Callable[[str], Actor] | None = None
 ) -> MCPAuth:
-    """Static API keys sent as `Authorization: Bearer <key>` (MCP-04).
+    """Static API keys sent as `Authorization: Bearer <key>`.
 
     `keys` maps each key to its `Actor`, or is a collection of keys with `to_actor(key)` building the
     actor (default: `Actor(id=key)` — fine for machine callers, wrong for people). Keys are compared
@@ -149,7 +149,7 @@ def bearer_auth(
 
     With `issuer` (your OAuth authorization server) the endpoint also serves
     `/.well-known/oauth-protected-resource<path>` and points 401s at it, so MCP clients can discover
-    where to log in (MCP-02, RFC 9728).
+    where to log in (RFC 9728).
     """
     oauth = OAuthResource(issuer=issuer, scopes=tuple(scopes), resource_name=resource_name) if issuer else None
     return _BearerAuth(verify, oauth)
@@ -190,7 +190,7 @@ def fixed_actor(actor: Actor) -> MCPAuth:
 
 
 class NoAuth:
-    """The default: nothing configured, so every request is refused (MCP-03)."""
+    """The default: nothing configured, so every request is refused."""
 
     oauth: OAuthResource | None = None
 

@@ -6,13 +6,13 @@ the contract suite in tests/contract/ — that suite, not this docstring, is the
 Contract highlights (every implementation must honour them):
 - Timestamps are timezone-aware UTC `datetime`s.
 - `record_run_end` is first-terminal-wins: it changes a run only while its status is `running`
-  and returns whether it did (REFERENCE STORE-20).
+  and returns whether it did.
 - Tool calls are keyed by (run_id, tool_call_id); the model supplies tool_call_id.
 - `decide_approval` is a compare-and-set: it decides only a `pending` approval and returns
   `(record, changed)`; a second decision gets the standing record back with `changed=False`.
 - `soft_delete_thread` hides a thread from `get_thread`/`list_threads`/`thread_owner`; the SQL store
   keeps the row (governance thread detail shows `deleted`), the memory store may drop it.
-- `fork_thread` and `truncate_from` are atomic (REFERENCE STORE-F1/F2).
+- `fork_thread` and `truncate_from` are atomic.
 - Tool results (output/error) are stored on the tool-call row and replayed in history.
 - One write transaction per logical step of a run (so a durable step and a store transaction coincide):
   `record_run_start(..., active_stream=True)`, `record_model_step` (quota settle + assistant message +
@@ -79,7 +79,7 @@ class ThreadRecord:
 
 @dataclass(kw_only=True)
 class ThreadSummary:
-    """A thread as listed (HTTP-07): the record plus the preview of its last message (120 chars)."""
+    """A thread as listed: the record plus the preview of its last message (120 chars)."""
 
     thread: ThreadRecord
     last_message_preview: str | None = None
@@ -247,7 +247,7 @@ UNSET: Any = _Unset()
 class ToolCallPatch:
     """Fields `update_tool_call` may change; UNSET fields stay as they are.
 
-    Setting `status` to `executed` or `failed` also sets `executed_at` to now (STORE-19).
+    Setting `status` to `executed` or `failed` also sets `executed_at` to now.
     """
 
     status: ToolCallStatus | Any = UNSET
