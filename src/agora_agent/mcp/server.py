@@ -56,6 +56,7 @@ from agora_agent.mcp.auth import MCPAuth, NoAuth
 from agora_agent.messages import ToolDefinition
 from agora_agent.stores.base import RunRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.tools.context import ToolContext
+from agora_agent.tools.registry import AuthorizedCall
 from agora_agent.tools.retry import run_with_retry
 from agora_agent.tools.spec import DescribeContext
 
@@ -349,6 +350,19 @@ class MCPEndpoint:
         await service.store.record_tool_call(
             self._record(actor, session, run_id, call_id, name, kind, args, "started", decision)
         )
+        return await self._execute(actor, run_id, call_id, authorized, tctx, decided_by)
+
+    async def _execute(
+        self,
+        actor: Actor,
+        run_id: str,
+        call_id: str,
+        authorized: AuthorizedCall,
+        tctx: ToolContext,
+        decided_by: str | None,
+    ) -> types.CallToolResult:
+        """Run an authorized call once (with the transient retry) and settle its audit row and run."""
+        service, name = self.service, authorized.spec.name
         started = time.perf_counter()
 
         async def attempt() -> Any:
