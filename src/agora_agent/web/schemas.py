@@ -39,6 +39,7 @@ __all__ = [
     "ThreadSummaryOut",
     "ToolCallOut",
     "WireModel",
+    "wire_dump",
     "wire_name",
 ]
 
@@ -47,6 +48,32 @@ def wire_name(name: str) -> str:
     """snake_case -> the reference's camelCase: `tool_call_id` -> `toolCallId`, `input_price_per_1m` ->
     `inputPricePer1m` (pydantic's `to_camel` would capitalise the unit: `Per1M`)."""
     return to_camel(name).replace("Per1M", "Per1m")
+
+
+def wire_dump(value: Any, *, exclude_none: bool = False) -> Any:
+    """A model (or a list of models) as wire JSON: `model_dump(mode="json")`, then every *field* name of
+    every model renamed by `wire_name`, recursively. Values that are plain dicts (tool input, detail) keep
+    their keys. This is how the Python-named models below the web layer reach the wire."""
+    if isinstance(value, list | tuple):
+        return [wire_dump(item, exclude_none=exclude_none) for item in value]
+    if not isinstance(value, BaseModel):
+        return value
+    return _rename(value, value.model_dump(mode="json", exclude_none=exclude_none))
+
+
+def _rename(model: BaseModel, dumped: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, data in dumped.items():
+        attribute = getattr(model, name, None)
+        if isinstance(attribute, BaseModel) and isinstance(data, dict):
+            data = _rename(attribute, data)
+        elif isinstance(attribute, list | tuple) and isinstance(data, list):
+            data = [
+                _rename(item, entry) if isinstance(item, BaseModel) and isinstance(entry, dict) else entry
+                for item, entry in zip(attribute, data, strict=True)
+            ]
+        out[wire_name(name)] = data
+    return out
 
 
 class WireModel(BaseModel):
