@@ -9,25 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agora_agent import AgentConfig
 from agora_agent.testing import FakeModel, echo_script
 from agora_agent.web import create_app
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "agora_agent"
 CATALOGUE_ID = re.compile(r"\b[A-Z]{2,6}(?:-[A-Z]{2,6}){0,2}-\d{2}(?!\d)|\b(?:REFERENCE|DESIGN)\b")
-# Files whose docstrings still cite ids; the list may only shrink (an entry without ids fails the test).
-# These are all in files another helper is reshaping (issue 10's service/ownership part); cleaned after it lands.
-PENDING = {
-    "actors.py",
-    "governance/queries.py",
-    "service.py",
-    "stores/memory_queries.py",
-    "stores/sql/queries.py",
-    "web/pages.py",
-    "web/routes/governance.py",
-}
 
 
 DOCUMENTED = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
@@ -58,9 +45,7 @@ def test_docstrings_cite_no_catalogue_ids() -> None:
         for line, text in docstrings(ast.parse(path.read_text())):
             for match in CATALOGUE_ID.finditer(text):
                 citing.setdefault(relative, []).append(f"{line}: {match.group()}")
-    new = {path: ids for path, ids in citing.items() if path not in PENDING}
-    assert not new, f"write for the reader, not the catalogue: {new}"
-    assert set(citing) >= PENDING, f"clean now, remove from PENDING: {sorted(PENDING - set(citing))}"
+    assert not citing, f"write for the reader, not the catalogue: {citing}"
 
 
 def openapi_texts(node: Any, where: str = "") -> Iterator[tuple[str, str]]:
@@ -75,7 +60,6 @@ def openapi_texts(node: Any, where: str = "") -> Iterator[tuple[str, str]]:
             yield from openapi_texts(value, f"{where}/{index}")
 
 
-@pytest.mark.xfail(strict=True, reason="the governance routes' docstrings (in PENDING) still cite ids")
 def test_the_openapi_document_cites_no_catalogue_ids() -> None:
     app = create_app(AgentConfig(model=FakeModel(echo_script("hi")), governance_authorize=lambda actor, request: True))
     texts = list(openapi_texts(app.openapi()))

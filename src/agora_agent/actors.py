@@ -1,6 +1,6 @@
 """Who is calling: the `Actor` value and the resolvers that produce it from a request.
 
-Identity enters the runtime once, at the edge (REFERENCE ACT-01..07): a resolver turns a Starlette
+Identity enters the runtime once, at the edge: a resolver turns a Starlette
 `Request` into an `Actor`, and everything below only ever sees that `Actor`. A resolver that raises
 `UnauthenticatedError` or returns ``None`` means "no identity" (HTTP 401).
 """
@@ -57,7 +57,7 @@ class ActorResolver(Protocol):
 
 
 class UnconfiguredActorResolver:
-    """The default resolver: refuses every request, so nothing is served until identity is configured (ACT-01)."""
+    """The default resolver: refuses every request, so nothing is served until identity is configured."""
 
     async def resolve(self, request: Request) -> Actor | None:
         raise UnauthenticatedError(
@@ -67,7 +67,7 @@ class UnconfiguredActorResolver:
 
 
 class HeaderActorResolver:
-    """Identity from headers: `x-actor-id`, `x-actor-role` (comma-separated), `x-tenant-ref` (ACT-02).
+    """Identity from headers: `x-actor-id`, `x-actor-role` (comma-separated), `x-tenant-ref`.
 
     Only for development or behind a gateway that sets these headers itself: a browser can forge them.
     """

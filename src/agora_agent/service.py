@@ -420,7 +420,7 @@ class AgentService:
         return agent
 
     def deps_for(self, agent_name: str) -> LoopDeps:
-        """Per-agent loop dependencies (ARCH-17)."""
+        """Per-agent loop dependencies."""
         agent = self.agent(agent_name)
         return LoopDeps(
             model=self.model,
@@ -570,7 +570,7 @@ class AgentService:
         status: Literal["approved", "rejected"],
         reason: str | None,
     ) -> ApprovalRecord:
-        """Server-authoritative decision (DESIGN §3).
+        """Server-authoritative decision.
 
         NotFoundError: unknown run, or no approval for that tool call in that run.
         ForbiddenError: not the requester's run and no grant covering it, or approving without one of the

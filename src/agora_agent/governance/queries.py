@@ -1,4 +1,4 @@
-"""The governance queries: what the dashboard and the governance routes read (REFERENCE GQ-01..11).
+"""The governance queries: what the dashboard and the governance routes read.
 
 `GovernanceQueries` is the protocol; `MemoryGovernanceQueries` (stores/memory_queries.py) and the
 SQL governance queries implement it and pass the same parity suite (tests/contract/test_queries_contract.py).
@@ -9,9 +9,9 @@ populated by snake_case names in Python.
 Semantics every implementation honours:
 - Days are UTC and ranges inclusive: `from_day 00:00:00` <= t <= `to_day 23:59:59.999999`.
 - Cost of a usage row: the `cost_usd` stored when it was recorded — provider-reported, or priced with the
-  price then in force (`price_id`). Spend is history: unlike the reference's COST-07, a price change never
-  re-prices past rows (`agora-agent prices reprice` does, deliberately and audited). An unpriced row (no
-  price at record time) counts 0 in rollups (`spend_by_model`, `spend_by_actor`, `usage_trend`, thread
+  price then in force (`price_id`). Spend is history: unlike the reference, which prices at query time, a
+  price change never re-prices past rows (`agora-agent prices reprice` does, deliberately and audited). An
+  unpriced row (no price at record time) counts 0 in rollups (`spend_by_model`, `spend_by_actor`, `usage_trend`, thread
   totals) and keeps None per row (run detail usage), so it stays visibly unpriced.
 - Limits: non-positive -> 50, at most 200 (`clamp_limit`).
 """
@@ -72,7 +72,7 @@ class _Row(BaseModel):
 
 
 class ModelSpendRow(_Row):
-    """GQ-01: spend and tokens of one model over a range."""
+    """Spend and tokens of one model over a range."""
 
     model_id: str
     requests: int
@@ -82,7 +82,7 @@ class ModelSpendRow(_Row):
 
 
 class ActorSpendRow(_Row):
-    """GQ-02: spend and tokens (input + output) of one actor over a range."""
+    """Spend and tokens (input + output) of one actor over a range."""
 
     actor_ref: str
     requests: int
@@ -91,7 +91,7 @@ class ActorSpendRow(_Row):
 
 
 class UsageTrendPoint(_Row):
-    """GQ-03: one UTC day with usage."""
+    """One UTC day with usage."""
 
     day: date
     total_tokens: int
@@ -99,7 +99,7 @@ class UsageTrendPoint(_Row):
 
 
 class ToolCallActivityRow(_Row):
-    """GQ-04: a recent tool call for the activity feed."""
+    """A recent tool call for the activity feed."""
 
     tool_call_id: str
     tool_name: str
@@ -117,7 +117,7 @@ class ToolCallActivityRow(_Row):
 
 
 class ThreadActivityRow(_Row):
-    """GQ-05: a recent thread with lifetime message and token counts."""
+    """A recent thread with lifetime message and token counts."""
 
     thread_id: str
     title: str
@@ -128,7 +128,7 @@ class ThreadActivityRow(_Row):
 
 
 class RunSummaryRow(_Row):
-    """A run as listed (GQ-06) and as the head of run/thread details. `duration_ms` is None while running."""
+    """A run as listed and as the head of run/thread details. `duration_ms` is None while running."""
 
     id: str
     thread_id: str
@@ -154,7 +154,7 @@ class RunSummaryRow(_Row):
 
 
 class RunPage(_Row):
-    """GQ-06: one page of runs, newest first; pass `next_cursor` back for the next page (None = last page)."""
+    """One page of runs, newest first; pass `next_cursor` back for the next page (None = last page)."""
 
     runs: list[RunSummaryRow]
     next_cursor: str | None
@@ -170,7 +170,7 @@ class RunMessageRow(_Row):
 
 
 class RunToolCallRow(_Row):
-    """A tool call of a run (GQ-07)."""
+    """A tool call of a run."""
 
     tool_call_id: str
     tool_name: str
@@ -205,7 +205,7 @@ class RunUsageRow(_Row):
 
 
 class RunDetail(_Row):
-    """GQ-07: the whole trace of one run, each list oldest first. `approvals` = tool calls still pending."""
+    """The whole trace of one run, each list oldest first. `approvals` = tool calls still pending."""
 
     run: RunSummaryRow
     messages: list[RunMessageRow]
@@ -215,7 +215,7 @@ class RunDetail(_Row):
 
 
 class PendingApprovalRow(_Row):
-    """GQ-08: one approval awaiting a decision (oldest first in the inbox)."""
+    """One approval awaiting a decision (oldest first in the inbox)."""
 
     tool_call_id: str
     tool_name: str
@@ -227,7 +227,7 @@ class PendingApprovalRow(_Row):
 
 
 class PerToolStatRow(_Row):
-    """GQ-09: calls, failures, rejections and mean recorded execution time of one tool."""
+    """Calls, failures, rejections and mean recorded execution time of one tool."""
 
     tool_name: str
     tool_type: str
@@ -238,7 +238,7 @@ class PerToolStatRow(_Row):
 
 
 class AgentReliabilityRow(_Row):
-    """GQ-10: runs and failures of one agent; `success_rate` = completed / runs."""
+    """Runs and failures of one agent; `success_rate` = completed / runs."""
 
     agent_name: str | None
     runs: int
@@ -247,7 +247,7 @@ class AgentReliabilityRow(_Row):
 
 
 class ReliabilityTrendPoint(_Row):
-    """GQ-10: runs started and failed on one UTC day."""
+    """Runs started and failed on one UTC day."""
 
     day: date
     runs: int
@@ -255,7 +255,7 @@ class ReliabilityTrendPoint(_Row):
 
 
 class RunReliability(_Row):
-    """GQ-10: run outcomes over a range (on started_at). Rates are 0 when there are no runs."""
+    """Run outcomes over a range (on started_at). Rates are 0 when there are no runs."""
 
     runs: int
     completed: int
@@ -271,7 +271,7 @@ class RunReliability(_Row):
 
 
 class ThreadUsage(_Row):
-    """GQ-11: lifetime totals of a thread. `cost_usd` is None when the thread has no usage rows at all."""
+    """Lifetime totals of a thread. `cost_usd` is None when the thread has no usage rows at all."""
 
     total_tokens: int
     cost_usd: float | None
@@ -280,7 +280,7 @@ class ThreadUsage(_Row):
 
 
 class GovernanceThreadDetail(_Row):
-    """GQ-11: a thread, soft-deleted ones included (`deleted`), with runs (newest 20) and messages (newest 50),
+    """A thread, soft-deleted ones included (`deleted`), with runs (newest 20) and messages (newest 50),
     both newest first."""
 
     thread_id: str
@@ -299,7 +299,7 @@ class GovernanceThreadDetail(_Row):
 
 @dataclass(frozen=True, kw_only=True)
 class RunQuery:
-    """GQ-06 filters (exact matches; days bound `started_at`, inclusive UTC) and paging."""
+    """Filters (exact matches; days bound `started_at`, inclusive UTC) and paging."""
 
     actor: str | None = None
     agent: str | None = None
@@ -315,52 +315,52 @@ class GovernanceQueries(Protocol):
     """Read-only governance queries. Every method is async and never mutates the store."""
 
     async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
-        """GQ-01: sorted by cost desc, then model id asc."""
+        """Sorted by cost desc, then model id asc."""
         ...
 
     async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
-        """GQ-02: sorted by cost desc, then actor ref asc."""
+        """Sorted by cost desc, then actor ref asc."""
         ...
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
-        """GQ-03: one point per UTC day with usage, day asc."""
+        """One point per UTC day with usage, day asc."""
         ...
 
     async def recent_tool_calls(self, limit: int = DEFAULT_LIMIT) -> list[ToolCallActivityRow]:
-        """GQ-04: newest first."""
+        """Newest first."""
         ...
 
     async def recent_threads(self, limit: int = DEFAULT_LIMIT) -> list[ThreadActivityRow]:
-        """GQ-05: non-deleted threads (transient included), updated_at desc."""
+        """Non-deleted threads (transient included), updated_at desc."""
         ...
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """GQ-06: started_at desc, id desc; cursor = stringified offset."""
+        """Newest `started_at` first (then id desc); cursor = stringified offset."""
         ...
 
     async def run_detail(self, run_id: str) -> RunDetail | None:
-        """GQ-07: None when the run is unknown."""
+        """None when the run is unknown."""
         ...
 
     async def pending_approvals(
         self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
     ) -> list[PendingApprovalRow]:
-        """GQ-08: approval rows whose status is `pending` (the tool call's status is not consulted), oldest
+        """Approval rows whose status is `pending` (the tool call's status is not consulted), oldest
         first (created_at, then tool call id), with the tool call's input; actor = the run's actor_ref, else the
         requester; the actor filter applies after that resolution."""
         ...
 
     async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
-        """GQ-09: on created_at; sorted by calls desc, then tool name asc."""
+        """On `created_at`; sorted by calls desc, then tool name asc."""
         ...
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
-        """GQ-10: on started_at. `by_agent`: runs desc, then the unnamed (None) agent first, then agent name asc;
+        """On `started_at`. `by_agent`: runs desc, then the unnamed (None) agent first, then agent name asc;
         `trend`: day asc. Durations are whole milliseconds (finished - started), settled runs only."""
         ...
 
     async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
-        """GQ-11: None when the thread never existed; soft-deleted threads come back with `deleted=True`."""
+        """None when the thread never existed; soft-deleted threads come back with `deleted=True`."""
         ...
 
 
@@ -368,7 +368,7 @@ class GovernanceQueries(Protocol):
 
 
 def clamp_limit(limit: int | None) -> int:
-    """Non-positive or missing -> 50; at most 200 (HTTP-16)."""
+    """Non-positive or missing -> 50; at most 200."""
     if limit is None or limit <= 0:
         return DEFAULT_LIMIT
     return min(limit, MAX_LIMIT)
@@ -402,7 +402,7 @@ def usage_row_cost(
     reported_cost_usd: float | None,
     prices: Mapping[str, ModelPrice],
 ) -> float | None:
-    """COST-07: the reported cost, else the estimate at the current price, else None (unpriced)."""
+    """The reported cost, else the estimate at the current price, else None (unpriced)."""
     if reported_cost_usd is not None:
         return reported_cost_usd
     price = prices.get(model_id)

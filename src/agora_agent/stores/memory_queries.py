@@ -1,4 +1,4 @@
-"""`MemoryGovernanceQueries`: the governance queries over a `MemoryAgentStore` (REFERENCE GQ-01..11, GQ-13).
+"""`MemoryGovernanceQueries`: the governance queries over a `MemoryAgentStore`.
 
 Each query scans the store's records (`all_*()`), so it costs O(rows); fine for the embedded default and
 tests, not meant for millions of rows (use the SQL store). Results equal the SQL twin's on the same
@@ -103,7 +103,7 @@ class MemoryGovernanceQueries:
         return rows
 
     async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
-        """GQ-01: per model over the inclusive UTC days; cost desc, then model id asc."""
+        """Per model over the inclusive UTC days; cost desc, then model id asc."""
         rows = await self._usage_in(from_day, to_day)
         groups: dict[str, list[UsageRecord]] = defaultdict(list)
         for u in rows:
@@ -121,7 +121,7 @@ class MemoryGovernanceQueries:
         return sorted(result, key=lambda r: (-r.cost_usd, r.model_id))
 
     async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
-        """GQ-02: per actor over the inclusive UTC days; cost desc, then actor ref asc."""
+        """Per actor over the inclusive UTC days; cost desc, then actor ref asc."""
         rows = await self._usage_in(from_day, to_day)
         groups: dict[str, list[UsageRecord]] = defaultdict(list)
         for u in rows:
@@ -138,7 +138,7 @@ class MemoryGovernanceQueries:
         return sorted(result, key=lambda r: (-r.cost_usd, r.actor_ref))
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
-        """GQ-03: one point per UTC day that has usage, oldest first."""
+        """One point per UTC day that has usage, oldest first."""
         rows = await self._usage_in(from_day, to_day)
         groups: dict[date, list[UsageRecord]] = defaultdict(list)
         for u in rows:
@@ -153,7 +153,7 @@ class MemoryGovernanceQueries:
         ]
 
     async def recent_tool_calls(self, limit: int = 50) -> list[ToolCallActivityRow]:
-        """GQ-04: newest first."""
+        """Newest first."""
         calls = list(enumerate(self._store.all_tool_calls()))
         calls.sort(key=lambda pair: (pair[1].created_at, pair[0]), reverse=True)
         return [
@@ -175,7 +175,7 @@ class MemoryGovernanceQueries:
         ]
 
     async def recent_threads(self, limit: int = 50) -> list[ThreadActivityRow]:
-        """GQ-05: live threads (transient included), most recently updated first, with lifetime counts."""
+        """Live threads (transient included), most recently updated first, with lifetime counts."""
         threads = [t for t in self._store.all_threads() if t.deleted_at is None]
         threads.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
         threads = threads[: clamp_limit(limit)]
@@ -201,7 +201,7 @@ class MemoryGovernanceQueries:
         ]
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """GQ-06: exact-match filters, days on started_at; newest first; cursor = offset (invalid -> 0)."""
+        """Exact-match filters, days on started_at; newest first; cursor = offset (invalid -> 0)."""
         start, end = day_bounds(query.from_day, query.to_day)
         runs = _newest_runs_first(
             r
@@ -218,7 +218,7 @@ class MemoryGovernanceQueries:
         return RunPage(runs=[run_summary(r) for r in page], next_cursor=str(offset + limit) if more else None)
 
     async def run_detail(self, run_id: str) -> RunDetail | None:
-        """GQ-07: the run with its messages, tool calls, pending approvals and raw usage, oldest first."""
+        """The run with its messages, tool calls, pending approvals and raw usage, oldest first."""
         run = next((r for r in self._store.all_runs() if r.id == run_id), None)
         if run is None:
             return None
@@ -247,7 +247,7 @@ class MemoryGovernanceQueries:
         )
 
     async def pending_approvals(self, *, actor: str | None = None, limit: int = 50) -> list[PendingApprovalRow]:
-        """GQ-08: pending approvals oldest first; actor = the run's actor_ref (else the requester)."""
+        """Pending approvals oldest first; actor = the run's actor_ref (else the requester)."""
         runs = {r.id: r for r in self._store.all_runs()}
         rows: list[PendingApprovalRow] = []
         pending = sorted(
@@ -276,7 +276,7 @@ class MemoryGovernanceQueries:
         return rows
 
     async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
-        """GQ-09: per (tool name, tool type) on created_at; calls desc, then name asc, then type asc."""
+        """Per (tool name, tool type) on created_at; calls desc, then name asc, then type asc."""
         start, end = day_bounds(from_day, to_day)
         groups: dict[tuple[str, str], list[ToolCallRecord]] = defaultdict(list)
         for tc in self._store.all_tool_calls():
@@ -307,7 +307,7 @@ class MemoryGovernanceQueries:
         return summarize_retrievals((tc.created_at, tc.output) for tc in rows[:RETRIEVAL_WINDOW])
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
-        """GQ-10: outcomes of runs started in the range, by agent (runs desc, unnamed first, name asc), by day."""
+        """Outcomes of runs started in the range, by agent (runs desc, unnamed first, name asc), by day."""
         start, end = day_bounds(from_day, to_day)
         runs = [r for r in self._store.all_runs() if _in_range(r.started_at, start, end)]
         count = len(runs)
@@ -349,7 +349,7 @@ class MemoryGovernanceQueries:
         )
 
     async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
-        """GQ-11: the thread (soft-deleted included) with lifetime usage, newest 20 runs and newest 50 messages."""
+        """The thread (soft-deleted included) with lifetime usage, newest 20 runs and newest 50 messages."""
         thread = next((t for t in self._store.all_threads() if t.id == thread_id), None)
         if thread is None:
             return None

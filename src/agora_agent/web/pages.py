@@ -3,19 +3,18 @@
     from agora_agent.web.pages import mount_pages
     mount_pages(app, service)            # or an APIRouter, or an AgentConfig
 
-Both are static ES modules shipped in `web/static/` (no build step). The dashboard follows REFERENCE
-DASH-01..08:
+Both are static ES modules shipped in `web/static/` (no build step). The dashboard follows the reference:
 
-- mount decision (DASH-01): `dashboard=False` -> not mounted, silently; no `governance_authorize` ->
+- mount decision: `dashboard=False` -> not mounted, silently; no `governance_authorize` ->
   not mounted, with one warning naming it; `governance_queries=False` -> not mounted, with a distinct
-  warning; otherwise mounted at `<prefix>/dashboard` (DASH-02);
-- gate on every dashboard request (DASH-03): no identity -> 401, `governance_authorize` falsy -> 403,
+  warning; otherwise mounted at `<prefix>/dashboard`;
+- gate on every dashboard request: no identity -> 401, `governance_authorize` falsy -> 403,
   each `{"error": …}` (the resolver's or predicate's message only when `debug`); a predicate that
-  returns a Starlette `Response` (e.g. a redirect to a login page) has it sent as is (DASH-04);
+  returns a Starlette `Response` (e.g. a redirect to a login page) has it sent as is;
 - `GET <mount>` -> index.html with `<base href="<mount>/">` as the first child of `<head>` and
-  `window.__AGENT_DASHBOARD_BASE__` (the API prefix) before `</head>`, `no-store` (DASH-05);
+  `window.__AGENT_DASHBOARD_BASE__` (the API prefix) before `</head>`, `no-store`;
 - `GET <mount>/<asset>` -> the file; `..`, NUL or `\\` in the path -> 400 `{"error":"bad asset path"}`;
-  an unknown path -> the index (SPA fallback); content type by extension (DASH-06).
+  an unknown path -> the index (SPA fallback); content type by extension.
 
 The chat page is not gated: it is a static shell, and every call it makes is authenticated by the
 agent routes. Its settings (API base, model label, demo users …) are injected as `window.__AGENT_UI__`.
@@ -116,7 +115,7 @@ def _script(name: str, value: Any) -> str:
 
 
 def _inject(index_html: str, *, base_href: str, script: str) -> str:
-    """DASH-05: `<base href>` first in <head>, the settings script last."""
+    """`<base href>` first in <head>, the settings script last."""
     html = index_html.replace("<head>", f'<head>\n<base href="{base_href}">', 1)
     return html.replace("</head>", f"{script}\n</head>", 1)
 
@@ -143,7 +142,7 @@ def _read_asset(page_dir: str, path: str) -> tuple[bytes, str] | None:
 
 
 def decide_dashboard_mount(config: _PagesConfig) -> tuple[bool, str | None]:
-    """DASH-01: (mount?, warning). Silent when the dashboard is switched off."""
+    """(mount?, warning). Silent when the dashboard is switched off."""
     if not _dashboard(config).enabled:
         return False, None
     if config.governance_authorize is None:
@@ -154,7 +153,7 @@ def decide_dashboard_mount(config: _PagesConfig) -> tuple[bool, str | None]:
 
 
 async def _gate(request: Request, config: _PagesConfig) -> Response | None:
-    """DASH-03/04: None when the caller may see the dashboard, else the response to send."""
+    """None when the caller may see the dashboard, else the response to send."""
     debug = bool(config.debug)
     settings = _dashboard(config)
     try:
@@ -180,7 +179,7 @@ async def _gate(request: Request, config: _PagesConfig) -> Response | None:
 
 
 async def _unauthenticated(request: Request, settings: DashboardConfig, message: str) -> Response:
-    """DASH-03: `on_unauthenticated` runs before every 401 and may answer instead (e.g. a redirect)."""
+    """`on_unauthenticated` runs before every 401 and may answer instead (e.g. a redirect)."""
     if settings.on_unauthenticated is not None:
         answer = settings.on_unauthenticated(request)
         if inspect.isawaitable(answer):
@@ -224,7 +223,7 @@ def _refusal_page(request: Request, refused: Response, chat_path: str | None) ->
 
 
 def dashboard_mount_path(api_base: str, override: str | None) -> str:
-    """DASH-02: `<api base>/dashboard`, or the override with exactly one leading slash."""
+    """`<api base>/dashboard`, or the override with exactly one leading slash."""
     if override is None:
         return f"{api_base}/dashboard"
     return "/" + override.strip("/")
@@ -238,7 +237,7 @@ def mount_pages(
     chat: bool = True,
     ui_settings: Mapping[str, Any] | None = None,
 ) -> PagesMount:
-    """Serve the chat page at `<prefix>/ui` and (per DASH-01) the dashboard at `<prefix>/dashboard`.
+    """Serve the chat page at `<prefix>/ui` and (when its mount rule allows) the dashboard at `<prefix>/dashboard`.
 
     `source` is an `AgentService` or an `AgentConfig`; `prefix` is the URL prefix of the agent API
     (default `config.path`). When `target` is an `APIRouter` with its own prefix, routes are added

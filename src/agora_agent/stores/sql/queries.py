@@ -1,9 +1,9 @@
-"""`SqlGovernanceQueries`: the governance queries (REFERENCE GQ-01..11) as SQL aggregations.
+"""`SqlGovernanceQueries`: the governance queries as SQL aggregations.
 
 The database does the grouping and summing. Costs are the ones stored on the usage rows when they were
 recorded (provider-reported or priced with the price then in force); nothing is re-priced at query time.
 
-The spend rollups (GQ-01..03) read `agent_usage_daily` (the ledger pre-summed per UTC day, actor and
+The spend rollups read `agent_usage_daily` (the ledger pre-summed per UTC day, actor and
 model, kept in step by the store), since their ranges are whole UTC days; everything else reads the
 base tables through the indexes in tables.py. bench/governance.py times each query on 1M ledger rows.
 """
@@ -145,7 +145,7 @@ def _tool_call_row(row: sa.RowMapping) -> RunToolCallRow:
 
 
 class SqlGovernanceQueries:
-    """The governance queries over the SQL store's tables, priced against `pricing` (COST-08: None = every cost 0)."""
+    """The governance queries over the SQL store's tables, priced against `pricing` (None: every cost is 0)."""
 
     def __init__(self, engine: AsyncEngine, pricing: PricingStore | None = None) -> None:
         self.engine = engine
@@ -179,7 +179,7 @@ class SqlGovernanceQueries:
         return await self._rows(stmt)
 
     async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
-        """GQ-01: sorted by cost desc, then model id asc."""
+        """Sorted by cost desc, then model id asc."""
         rows = await self._priced_groups([], from_day, to_day)
         result = [
             ModelSpendRow(
@@ -195,7 +195,7 @@ class SqlGovernanceQueries:
         return result
 
     async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
-        """GQ-02: sorted by cost desc, then actor ref asc."""
+        """Sorted by cost desc, then actor ref asc."""
         rows = await self._priced_groups(["actor_ref"], from_day, to_day)
         totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for r in rows:
@@ -211,7 +211,7 @@ class SqlGovernanceQueries:
         return result
 
     async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
-        """GQ-03: one point per UTC day with usage, day asc."""
+        """One point per UTC day with usage, day asc."""
         rows = await self._priced_groups(["day"], from_day, to_day)
         totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
         for r in rows:
@@ -224,7 +224,7 @@ class SqlGovernanceQueries:
         ]
 
     async def recent_tool_calls(self, limit: int = DEFAULT_LIMIT) -> list[ToolCallActivityRow]:
-        """GQ-04: newest first."""
+        """Newest first."""
         tc = tool_call.c
         stmt = sa.select(tool_call).order_by(tc.created_at.desc(), tc.seq.desc()).limit(clamp_limit(limit))
         return [
@@ -246,7 +246,7 @@ class SqlGovernanceQueries:
         ]
 
     async def recent_threads(self, limit: int = DEFAULT_LIMIT) -> list[ThreadActivityRow]:
-        """GQ-05: non-deleted threads (transient included), updated_at desc."""
+        """Non-deleted threads (transient included), updated_at desc."""
         t = thread.c
         messages = sa.select(sa.func.count()).where(message.c.thread_id == t.id).correlate(thread).scalar_subquery()
         tokens = (
@@ -274,7 +274,7 @@ class SqlGovernanceQueries:
         ]
 
     async def list_runs(self, query: RunQuery) -> RunPage:
-        """GQ-06: started_at desc, id desc; cursor = stringified offset."""
+        """Newest `started_at` first (then id desc); cursor = stringified offset."""
         r = run.c
         limit = clamp_limit(query.limit)
         offset = _offset(query.cursor)
@@ -291,7 +291,7 @@ class SqlGovernanceQueries:
         )
 
     async def run_detail(self, run_id: str) -> RunDetail | None:
-        """GQ-07: None when the run is unknown; every list oldest first."""
+        """None when the run is unknown; every list oldest first."""
         async with self.engine.connect() as conn:
             head = (await conn.execute(sa.select(run).where(run.c.id == run_id))).mappings().first()
             if head is None:
@@ -341,7 +341,7 @@ class SqlGovernanceQueries:
     async def pending_approvals(
         self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
     ) -> list[PendingApprovalRow]:
-        """GQ-08: pending approvals oldest first; the actor is the run's actor_ref, else the requester."""
+        """Pending approvals oldest first; the actor is the run's actor_ref, else the requester."""
         a = approval.c
         actor_ref = sa.func.coalesce(run.c.actor_ref, a.requested_by)
         stmt = (
@@ -371,7 +371,7 @@ class SqlGovernanceQueries:
         ]
 
     async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
-        """GQ-09: on created_at; sorted by calls desc, then tool name asc."""
+        """On `created_at`; sorted by calls desc, then tool name asc."""
         tc = tool_call.c
         stmt = (
             sa.select(
@@ -412,7 +412,7 @@ class SqlGovernanceQueries:
         return summarize_retrievals((r["created_at"], r["output"]) for r in await self._rows(stmt))
 
     async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
-        """GQ-10: on started_at. Rates are 0 without runs; durations average settled runs only."""
+        """On started_at. Rates are 0 without runs; durations average settled runs only."""
         # The daily run rollup (kept in step by the store): days x agents rows, not one row per run.
         rd = run_daily.c
         where = []
@@ -466,7 +466,7 @@ class SqlGovernanceQueries:
         )
 
     async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
-        """GQ-11: soft-deleted threads included (`deleted=True`); None when the thread never existed."""
+        """Soft-deleted threads included (`deleted=True`); None when the thread never existed."""
         async with self.engine.connect() as conn:
             head = (await conn.execute(sa.select(thread).where(thread.c.id == thread_id))).mappings().first()
             if head is None:

@@ -1,15 +1,15 @@
 """The governance routes over the `GovernanceQueries` (spend, usage, runs, threads, approvals, pricing).
 
-Mounting (HTTP-14..16, GGATE-02):
+Mounting:
 - no governance queries (`governance_queries=False`, or a custom store without one): nothing is mounted;
 - governance queries: `GET approvals/mine` (the caller's own pending approvals) is mounted;
 - governance queries AND `governance_authorize`: the eleven `governance/*` routes too, each answering 401
   (no identity), then 403 (gate refuses); without the gate a warning is logged once at start-up;
 - `governance/pricing` (GET/POST) only when a pricing store is configured as well.
 
-Rows naming an actor get `actorLabel` from `config.actor_directory` (GQ-12): one batched
+Rows naming an actor get `actorLabel` from `config.actor_directory`: one batched
 `resolve_display` per response, unknown refs left unlabelled, a failing directory ignored.
-`limit` is parsed like the reference (HTTP-16): leading integer, else 50; non-positive -> 50; max 200.
+`limit` is parsed like the reference: leading integer, else 50; non-positive -> 50; max 200.
 """
 
 from __future__ import annotations
@@ -74,42 +74,42 @@ class _Labelled(_Wire):
 
 
 class ActorSpendRowOut(ActorSpendRow, _Labelled):
-    """GQ-02 row + `actorLabel`."""
+    """One actor's spend and tokens over the range, with the actor's display name (`actorLabel`)."""
 
 
 class ThreadActivityRowOut(ThreadActivityRow, _Labelled):
-    """GQ-05 row + `actorLabel`."""
+    """A recent thread with its counts, with the owner's display name (`actorLabel`)."""
 
 
 class RunSummaryRowOut(RunSummaryRow, _Labelled):
-    """GQ-06 row + `actorLabel`."""
+    """A run as listed, with the actor's display name (`actorLabel`)."""
 
 
 class RunPageOut(_Wire):
-    """GQ-06 page: `{runs, nextCursor}`, runs labelled."""
+    """One page of runs, newest first: `{runs, nextCursor}` (pass `nextCursor` back for the next page)."""
 
     runs: list[RunSummaryRowOut]
     next_cursor: str | None
 
 
 class RunDetailOut(RunDetail):
-    """GQ-07 with `actorLabel` on `run`."""
+    """The whole trace of one run, the run with its actor's display name (`actorLabel`)."""
 
     run: RunSummaryRowOut  # a subclass: same wire shape plus the label
 
 
 class PendingApprovalRowOut(PendingApprovalRow, _Labelled):
-    """GQ-08 row + `actorLabel`."""
+    """An approval awaiting a decision, with the requester's display name (`actorLabel`)."""
 
 
 class GovernanceThreadDetailOut(GovernanceThreadDetail, _Labelled):
-    """GQ-11 with `actorLabel` on the thread and on each run."""
+    """A thread with its runs and messages, display names (`actorLabel`) on the thread and on each run."""
 
     runs: list[RunSummaryRowOut]  # type: ignore[assignment]  # docs-only model: same rows plus the label
 
 
 def parse_limit(raw: str | None) -> int:
-    """HTTP-16: `parseInt` semantics (leading integer), non-finite or <= 0 -> 50, clamp 200."""
+    """`parseInt` semantics (leading integer), non-finite or <= 0 -> 50, clamp 200."""
     match = re.match(r"\s*([+-]?\d+)", raw or "")
     return clamp_limit(int(match.group(1)) if match else None)
 
@@ -138,7 +138,7 @@ def _rows(items: list[Any]) -> list[dict[str, Any]]:
 
 
 async def _label(directory: Any, targets: list[dict[str, Any]]) -> None:
-    """GQ-12: add `actorLabel` in place; one batched call; failures and unknown refs leave rows as they are."""
+    """Add `actorLabel` in place; one batched call; failures and unknown refs leave rows as they are."""
     if directory is None:
         return
     refs = sorted({t["actorRef"] for t in targets if isinstance(t.get("actorRef"), str) and t["actorRef"]})
@@ -286,7 +286,7 @@ async def reliability(service: ServiceDep, from_: FromQ = None, to: ToQ = None) 
 
 
 async def rag_stats(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
-    """Inject-mode retrievals: count, zero-hit rate, mean passages, per-day trend (OBS-09; both days optional).
+    """Inject-mode retrievals: count, zero-hit rate, mean passages, per-day trend (both days optional).
     501 when the configured governance queries do not provide them."""
     method = getattr(_queries(service), "retrieval_stats", None)
     if method is None:
