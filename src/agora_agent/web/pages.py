@@ -26,7 +26,7 @@ import html
 import inspect
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -248,7 +248,22 @@ def mount_pages(
     config: _PagesConfig = getattr(source, "config", source)
     api_base = _normalise(prefix if prefix is not None else config.path)
     router_prefix = getattr(target, "prefix", "") if isinstance(target, APIRouter) else ""
-    local = api_base[len(router_prefix) :] if router_prefix and api_base.startswith(router_prefix) else api_base
+    add = _adder(target)
+    chat_path = _mount_chat(add, config, api_base, _local(api_base, router_prefix), ui_settings) if chat else None
+    warnings: list[str] = []
+    mount_ok, warning = decide_dashboard_mount(config)
+    if warning:
+        warnings.append(warning)
+        logger.warning(warning)
+    dashboard_path = _mount_dashboard(add, target, config, api_base, router_prefix, chat_path) if mount_ok else None
+    return PagesMount(chat_path=chat_path, dashboard_path=dashboard_path, warnings=warnings)
+
+
+Adder = Callable[[str, Any], None]
+
+
+def _adder(target: FastAPI | APIRouter) -> Adder:
+    """How a page route is added to `target`: a GET outside the OpenAPI document."""
 
     def add(path: str, endpoint: Any) -> None:
         if isinstance(target, APIRouter):
@@ -259,81 +274,89 @@ def mount_pages(
         else:
             target.add_api_route(path, endpoint, methods=["GET"], include_in_schema=False)
 
-    warnings: list[str] = []
-    chat_path: str | None = None
-    dashboard_path: str | None = None
+    return add
 
-    if chat:
-        chat_path = f"{api_base}/ui"
-        dashboard_ok = decide_dashboard_mount(config)[0]
-        dash_url = dashboard_mount_path(api_base, _dashboard(config).path) + "/"
-        settings: dict[str, Any] = {"base": api_base, "dashboard": dash_url if dashboard_ok else None}
-        if getattr(config, "attachment_staging", None) is not None:  # the upload route is mounted
-            settings["attachments"] = {
-                "maxBytes": getattr(config, "attachment_max_bytes", None),
-                "allowed": list(getattr(config, "attachment_allowed_content_types", ())),
-            }
-        settings.update(ui_settings or {})
-        chat_index = _inject(
-            _static_root().joinpath("chat", "index.html").read_text("utf-8"),
-            base_href=f"{chat_path}/",
-            script=_script("__AGENT_UI__", settings),
-        ).encode()
 
-        async def chat_index_page() -> Response:
-            return Response(chat_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
+def _local(path: str, router_prefix: str) -> str:
+    """`path` relative to a router's own prefix (routes of a prefixed `APIRouter` are added without it)."""
+    return path[len(router_prefix) :] if router_prefix and path.startswith(router_prefix) else path
 
-        async def chat_asset(path: str) -> Response:
-            if _bad_asset_path(path):
-                return JSONResponse({"error": "bad asset path"}, status_code=400)
-            found = _read_asset("chat", path)
-            if found is None:
-                return await chat_index_page()
-            body, content_type = found
-            return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
 
-        add(f"{local}/ui", chat_index_page)
-        add(f"{local}/ui/{{path:path}}", chat_asset)
+def _mount_chat(
+    add: Adder, config: _PagesConfig, api_base: str, local: str, ui_settings: Mapping[str, Any] | None
+) -> str:
+    """The chat page at `<api_base>/ui` (its shell and assets); returns its path."""
+    chat_path = f"{api_base}/ui"
+    dashboard_ok = decide_dashboard_mount(config)[0]
+    dash_url = dashboard_mount_path(api_base, _dashboard(config).path) + "/"
+    settings: dict[str, Any] = {"base": api_base, "dashboard": dash_url if dashboard_ok else None}
+    if getattr(config, "attachment_staging", None) is not None:  # the upload route is mounted
+        settings["attachments"] = {
+            "maxBytes": getattr(config, "attachment_max_bytes", None),
+            "allowed": list(getattr(config, "attachment_allowed_content_types", ())),
+        }
+    settings.update(ui_settings or {})
+    chat_index = _inject(
+        _static_root().joinpath("chat", "index.html").read_text("utf-8"),
+        base_href=f"{chat_path}/",
+        script=_script("__AGENT_UI__", settings),
+    ).encode()
 
-    mount_ok, warning = decide_dashboard_mount(config)
-    if warning:
-        warnings.append(warning)
-        logger.warning(warning)
-    if mount_ok:
-        dashboard_path = dashboard_mount_path(api_base, _dashboard(config).path)
-        taken = {getattr(r, "path", None) for r in target.routes}
-        if dashboard_path in taken:  # DASH-08: mounting twice is a wiring mistake, say so
-            raise ConfigurationError(f"the governance dashboard is already mounted at {dashboard_path}")
-        dash_index = _inject(
-            _static_root().joinpath("dashboard", "index.html").read_text("utf-8"),
-            base_href=f"{dashboard_path}/",
-            script=_script("__AGENT_DASHBOARD_BASE__", api_base),
-        ).encode()
+    async def chat_index_page() -> Response:
+        return Response(chat_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
 
-        async def dashboard_index(request: Request) -> Response:
-            refused = await _gate(request, config)
-            if refused is not None:
-                return _refusal_page(request, refused, chat_path)
+    async def chat_asset(path: str) -> Response:
+        if _bad_asset_path(path):
+            return JSONResponse({"error": "bad asset path"}, status_code=400)
+        found = _read_asset("chat", path)
+        if found is None:
+            return await chat_index_page()
+        body, content_type = found
+        return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
+
+    add(f"{local}/ui", chat_index_page)
+    add(f"{local}/ui/{{path:path}}", chat_asset)
+    return chat_path
+
+
+def _mount_dashboard(
+    add: Adder,
+    target: FastAPI | APIRouter,
+    config: _PagesConfig,
+    api_base: str,
+    router_prefix: str,
+    chat_path: str | None,
+) -> str:
+    """The gated dashboard (its shell and assets); returns its path. Mounting it twice is a wiring mistake."""
+    dashboard_path = dashboard_mount_path(api_base, _dashboard(config).path)
+    taken = {getattr(r, "path", None) for r in target.routes}
+    if dashboard_path in taken:
+        raise ConfigurationError(f"the governance dashboard is already mounted at {dashboard_path}")
+    dash_index = _inject(
+        _static_root().joinpath("dashboard", "index.html").read_text("utf-8"),
+        base_href=f"{dashboard_path}/",
+        script=_script("__AGENT_DASHBOARD_BASE__", api_base),
+    ).encode()
+
+    async def dashboard_index(request: Request) -> Response:
+        refused = await _gate(request, config)
+        if refused is not None:
+            return _refusal_page(request, refused, chat_path)
+        return Response(dash_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
+
+    async def dashboard_asset(request: Request, path: str) -> Response:
+        refused = await _gate(request, config)
+        if refused is not None:
+            return _refusal_page(request, refused, chat_path)
+        if _bad_asset_path(path):
+            return JSONResponse({"error": "bad asset path"}, status_code=400)
+        found = _read_asset("dashboard", path)
+        if found is None:
             return Response(dash_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
+        body, content_type = found
+        return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
 
-        async def dashboard_asset(request: Request, path: str) -> Response:
-            refused = await _gate(request, config)
-            if refused is not None:
-                return _refusal_page(request, refused, chat_path)
-            if _bad_asset_path(path):
-                return JSONResponse({"error": "bad asset path"}, status_code=400)
-            found = _read_asset("dashboard", path)
-            if found is None:
-                return Response(dash_index, media_type="text/html; charset=utf-8", headers={"cache-control": _NO_STORE})
-            body, content_type = found
-            return Response(body, media_type=content_type, headers={"cache-control": _ASSET_CACHE})
-
-        dash_local = (
-            dashboard_path[len(router_prefix) :]
-            if router_prefix and dashboard_path.startswith(router_prefix)
-            else dashboard_path
-        )
-        add(dash_local, dashboard_index)
-        add(f"{dash_local}/{{path:path}}", dashboard_asset)
-
-    return PagesMount(chat_path=chat_path, dashboard_path=dashboard_path, warnings=warnings)
+    dash_local = _local(dashboard_path, router_prefix)
+    add(dash_local, dashboard_index)
+    add(f"{dash_local}/{{path:path}}", dashboard_asset)
+    return dashboard_path
