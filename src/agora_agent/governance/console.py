@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from agora_agent.governance.audit import AuditEntry
+from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.queries import GovernanceQueries, RunSummaryRow, RunUsageRow, run_summary
 from agora_agent.stores.base import AgentStore, MessageRecord, ToolCallRecord
 
@@ -67,9 +68,11 @@ class ToolCallAuditRow(_Row):
 class ConsoleQueries(Protocol):
     """What the console needs beyond `GovernanceQueries` (both bundled implementations have it)."""
 
-    async def child_runs(self, run_id: str) -> list[RunSummaryRow]: ...
+    async def child_runs(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunSummaryRow]: ...
 
-    async def audit_rows(self, start: datetime, end: datetime, limit: int = 10_000) -> list[ToolCallAuditRow]: ...
+    async def audit_rows(
+        self, start: datetime, end: datetime, limit: int = 10_000, *, scope: GovernanceScope | None = None
+    ) -> list[ToolCallAuditRow]: ...
 
 
 class InspectorStep(_Row):
@@ -123,19 +126,21 @@ async def inspect_run(
     run_id: str,
     *,
     capture_content: bool = False,
+    scope: GovernanceScope | None = None,
     _depth: int = 0,
 ) -> RunInspection | None:
-    """The run as a waterfall, or None for an unknown run. With `capture_content`, each model step carries
-    its response (text and tool calls) and the first one the user's request."""
+    """The run as a waterfall, or None for an unknown run (or one outside the tenant `scope`). With
+    `capture_content`, each model step carries its response (text and tool calls) and the first one the
+    user's request."""
     record = await store.get_run(run_id)
-    if record is None:
+    if record is None or (scope is not None and not scope.covers(record.tenant_ref)):
         return None
-    detail = await queries.run_detail(run_id)
+    detail = await queries.run_detail(run_id, scope=scope)
     usage: list[RunUsageRow] = list(detail.usage) if detail is not None else []
     messages = [m for m in await store.list_messages(record.thread_id) if m.run_id == run_id]
     calls = await store.list_tool_calls(run_id=run_id)
     console = _console(queries)
-    children = await console.child_runs(run_id) if console is not None and _depth < MAX_DEPTH else []
+    children = await console.child_runs(run_id, scope=scope) if console is not None and _depth < MAX_DEPTH else []
     t0 = record.started_at
     steps: list[InspectorStep] = []
 
@@ -159,7 +164,7 @@ async def inspect_run(
     _model_steps(add, messages, calls, usage, t0, capture_content)
     pending_children = list(children)
     for call in calls:
-        await _tool_steps(add, store, queries, call, pending_children, capture_content, _depth)
+        await _tool_steps(add, store, queries, call, pending_children, capture_content, scope, _depth)
     steps.sort(key=lambda s: (s.started_at, 0 if s.kind == "model" else 1))
     return RunInspection(run=run_summary(record), steps=steps, content_captured=capture_content)
 
@@ -214,6 +219,7 @@ async def _tool_steps(
     call: ToolCallRecord,
     children: list[RunSummaryRow],
     capture_content: bool,
+    scope: GovernanceScope | None,
     depth: int,
 ) -> None:
     """A tool call's bars: its approval wait (actions), then its execution (or the delegated child run)."""
@@ -274,15 +280,23 @@ async def _tool_steps(
         childRunId=child.run_id if child else None,
     )
     if child is not None:
-        item.child = await inspect_run(store, queries, child.run_id, capture_content=capture_content, _depth=depth + 1)
+        item.child = await inspect_run(
+            store, queries, child.run_id, capture_content=capture_content, scope=scope, _depth=depth + 1
+        )
 
 
 async def compare_runs(
-    store: AgentStore, queries: GovernanceQueries, a: str, b: str, *, capture_content: bool = False
+    store: AgentStore,
+    queries: GovernanceQueries,
+    a: str,
+    b: str,
+    *,
+    capture_content: bool = False,
+    scope: GovernanceScope | None = None,
 ) -> RunComparison | None:
-    """Two runs side by side; None when either is unknown."""
-    left = await inspect_run(store, queries, a, capture_content=capture_content)
-    right = await inspect_run(store, queries, b, capture_content=capture_content)
+    """Two runs side by side; None when either is unknown (or outside the tenant `scope`)."""
+    left = await inspect_run(store, queries, a, capture_content=capture_content, scope=scope)
+    right = await inspect_run(store, queries, b, capture_content=capture_content, scope=scope)
     if left is None or right is None:
         return None
 

@@ -77,12 +77,15 @@ def scope_of(grant: Grant) -> GovernanceScope | None:
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
-    """The gate's verdict: `ok` (the governance views are open), the grant, and why it refused when the
-    predicate raised (`reason`, the exception's message; the web layer shows it only with `debug`)."""
+    """The gate's verdict: `ok` (the governance views are open), the grant, why it refused when the
+    predicate raised (`reason`, the exception's message; the web layer shows it only with `debug`), and the
+    Starlette `Response` the predicate answered with (`response`, e.g. a redirect to a login page: the
+    dashboard sends it as is; it is a refusal everywhere else)."""
 
     ok: bool
     grant: Grant = False
     reason: str | None = None
+    response: Any = None
 
 
 async def evaluate_governance_gate(
@@ -102,9 +105,16 @@ async def evaluate_governance_gate(
         return GateDecision(ok=False, reason=str(exc) or None)
     if isinstance(verdict, GovernanceScope):
         return GateDecision(ok=True, grant=verdict)
+    if _is_response(verdict):  # a truthy object that grants nothing: never read it as "admin"
+        return GateDecision(ok=False, response=verdict)
     if verdict:
         return GateDecision(ok=True, grant=True)
     return GateDecision(ok=False)
+
+
+def _is_response(value: Any) -> bool:
+    """An ASGI response object (Starlette's `Response`), recognised without importing Starlette here."""
+    return callable(value) and isinstance(getattr(value, "status_code", None), int)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

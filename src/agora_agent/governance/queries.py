@@ -18,6 +18,7 @@ Semantics every implementation honours:
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -26,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, computed_field
 from pydantic.alias_generators import to_camel
 
+from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
 from agora_agent.messages import Usage
 from agora_agent.stores.base import RunRecord
@@ -57,8 +59,10 @@ __all__ = [
     "current_prices",
     "day_bounds",
     "duration_ms",
+    "in_scope",
     "mean",
     "rate",
+    "reliability_of",
     "run_summary",
     "usage_row_cost",
 ]
@@ -312,59 +316,85 @@ class RunQuery:
 
 @runtime_checkable
 class GovernanceQueries(Protocol):
-    """Read-only governance queries. Every method is async and never mutates the store."""
+    """Read-only governance queries. Every method is async and never mutates the store.
 
-    async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
+    `scope`: None = every row (a global admin); a `GovernanceScope` = only rows whose stored `tenant_ref` is
+    one of its tenants (a tenant admin) — rows without a tenant are outside every scope. A run or thread
+    outside the scope is answered like an unknown one (None).
+    """
+
+    async def spend_by_model(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[ModelSpendRow]:
         """Sorted by cost desc, then model id asc."""
         ...
 
-    async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
+    async def spend_by_actor(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[ActorSpendRow]:
         """Sorted by cost desc, then actor ref asc."""
         ...
 
-    async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
+    async def usage_trend(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[UsageTrendPoint]:
         """One point per UTC day with usage, day asc."""
         ...
 
-    async def recent_tool_calls(self, limit: int = DEFAULT_LIMIT) -> list[ToolCallActivityRow]:
+    async def recent_tool_calls(
+        self, limit: int = DEFAULT_LIMIT, *, scope: GovernanceScope | None = None
+    ) -> list[ToolCallActivityRow]:
         """Newest first."""
         ...
 
-    async def recent_threads(self, limit: int = DEFAULT_LIMIT) -> list[ThreadActivityRow]:
+    async def recent_threads(
+        self, limit: int = DEFAULT_LIMIT, *, scope: GovernanceScope | None = None
+    ) -> list[ThreadActivityRow]:
         """Non-deleted threads (transient included), updated_at desc."""
         ...
 
-    async def list_runs(self, query: RunQuery) -> RunPage:
+    async def list_runs(self, query: RunQuery, *, scope: GovernanceScope | None = None) -> RunPage:
         """Newest `started_at` first (then id desc); cursor = stringified offset."""
         ...
 
-    async def run_detail(self, run_id: str) -> RunDetail | None:
+    async def run_detail(self, run_id: str, *, scope: GovernanceScope | None = None) -> RunDetail | None:
         """None when the run is unknown."""
         ...
 
     async def pending_approvals(
-        self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
+        self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT, scope: GovernanceScope | None = None
     ) -> list[PendingApprovalRow]:
         """Approval rows whose status is `pending` (the tool call's status is not consulted), oldest
         first (created_at, then tool call id), with the tool call's input; actor = the run's actor_ref, else the
         requester; the actor filter applies after that resolution."""
         ...
 
-    async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
+    async def per_tool_stats(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> list[PerToolStatRow]:
         """On `created_at`; sorted by calls desc, then tool name asc."""
         ...
 
-    async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
+    async def run_reliability(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> RunReliability:
         """On `started_at`. `by_agent`: runs desc, then the unnamed (None) agent first, then agent name asc;
         `trend`: day asc. Durations are whole milliseconds (finished - started), settled runs only."""
         ...
 
-    async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
+    async def thread_detail(
+        self, thread_id: str, *, scope: GovernanceScope | None = None
+    ) -> GovernanceThreadDetail | None:
         """None when the thread never existed; soft-deleted threads come back with `deleted=True`."""
         ...
 
 
 # -- helpers shared by the implementations (same arithmetic = same answers) --
+
+
+def in_scope(scope: GovernanceScope | None, tenant_ref: str | None) -> bool:
+    """Whether a row of `tenant_ref` is visible under `scope` (None: everything is)."""
+    return scope is None or scope.covers(tenant_ref)
 
 
 def clamp_limit(limit: int | None) -> int:
@@ -457,4 +487,47 @@ def run_summary(run: RunRecord) -> RunSummaryRow:
         error=run.error,
         durable=run.durable,
         duration_ms=duration_ms(run),
+    )
+
+
+def reliability_of(runs: Iterable[RunRecord]) -> RunReliability:
+    """Run outcomes over run records: by agent (runs desc, the unnamed agent first, then name asc) and by UTC day.
+    The memory twin computes every answer this way; the SQL twin does for a tenant scope (its daily
+    rollup has no tenant column)."""
+    runs = list(runs)
+    count = len(runs)
+    completed = sum(1 for r in runs if r.status == "completed")
+    failed = sum(1 for r in runs if r.status == "failed")
+    cancelled = sum(1 for r in runs if r.status == "cancelled")
+    durations = [d for r in runs if r.status != "running" and (d := duration_ms(r)) is not None]
+    agents: dict[str | None, list[RunRecord]] = defaultdict(list)
+    days: dict[date, list[RunRecord]] = defaultdict(list)
+    for r in runs:
+        agents[r.agent_name].append(r)
+        days[r.started_at.astimezone(UTC).date()].append(r)
+    by_agent = [
+        AgentReliabilityRow(
+            agent_name=name,
+            runs=len(items),
+            failed=sum(1 for r in items if r.status == "failed"),
+            success_rate=rate(sum(1 for r in items if r.status == "completed"), len(items)),
+        )
+        for name, items in agents.items()
+    ]
+    by_agent.sort(key=lambda a: (-a.runs, a.agent_name is not None, a.agent_name or ""))
+    return RunReliability(
+        runs=count,
+        completed=completed,
+        failed=failed,
+        cancelled=cancelled,
+        running=sum(1 for r in runs if r.status == "running"),
+        success_rate=rate(completed, count),
+        failure_rate=rate(failed, count),
+        cancel_rate=rate(cancelled, count),
+        avg_duration_ms=mean(float(d) for d in durations),
+        by_agent=by_agent,
+        trend=[
+            ReliabilityTrendPoint(day=day, runs=len(items), failed=sum(1 for r in items if r.status == "failed"))
+            for day, items in sorted(days.items())
+        ],
     )

@@ -12,15 +12,14 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 
 from agora_agent.governance.console import ToolCallAuditRow
+from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import (
     ActorSpendRow,
-    AgentReliabilityRow,
     GovernanceThreadDetail,
     ModelSpendRow,
     PendingApprovalRow,
     PerToolStatRow,
-    ReliabilityTrendPoint,
     RunDetail,
     RunMessageRow,
     RunPage,
@@ -35,9 +34,9 @@ from agora_agent.governance.queries import (
     UsageTrendPoint,
     clamp_limit,
     day_bounds,
-    duration_ms,
+    in_scope,
     mean,
-    rate,
+    reliability_of,
     run_summary,
 )
 from agora_agent.rag.inject import RETRIEVE_TOOL
@@ -97,14 +96,23 @@ class MemoryGovernanceQueries:
         # Priced when recorded (or provider-reported); None = unpriced. Never re-priced at query time.
         return u.cost_usd
 
-    async def _usage_in(self, from_day: date, to_day: date) -> list[UsageRecord]:
+    async def _usage_in(self, from_day: date, to_day: date, scope: GovernanceScope | None) -> list[UsageRecord]:
         start, end = day_bounds(from_day, to_day)
-        rows = [u for u in self._store.all_usage() if _in_range(u.created_at, start, end)]
-        return rows
+        return [
+            u for u in self._store.all_usage() if _in_range(u.created_at, start, end) and in_scope(scope, u.tenant_ref)
+        ]
 
-    async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
+    def _runs(self, scope: GovernanceScope | None) -> list[RunRecord]:
+        return [r for r in self._store.all_runs() if in_scope(scope, r.tenant_ref)]
+
+    def _tool_calls(self, scope: GovernanceScope | None) -> list[ToolCallRecord]:
+        return [tc for tc in self._store.all_tool_calls() if in_scope(scope, tc.tenant_ref)]
+
+    async def spend_by_model(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[ModelSpendRow]:
         """Per model over the inclusive UTC days; cost desc, then model id asc."""
-        rows = await self._usage_in(from_day, to_day)
+        rows = await self._usage_in(from_day, to_day, scope)
         groups: dict[str, list[UsageRecord]] = defaultdict(list)
         for u in rows:
             groups[u.model_id].append(u)
@@ -120,9 +128,11 @@ class MemoryGovernanceQueries:
         ]
         return sorted(result, key=lambda r: (-r.cost_usd, r.model_id))
 
-    async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
+    async def spend_by_actor(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[ActorSpendRow]:
         """Per actor over the inclusive UTC days; cost desc, then actor ref asc."""
-        rows = await self._usage_in(from_day, to_day)
+        rows = await self._usage_in(from_day, to_day, scope)
         groups: dict[str, list[UsageRecord]] = defaultdict(list)
         for u in rows:
             groups[u.actor_ref].append(u)
@@ -137,9 +147,11 @@ class MemoryGovernanceQueries:
         ]
         return sorted(result, key=lambda r: (-r.cost_usd, r.actor_ref))
 
-    async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
+    async def usage_trend(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[UsageTrendPoint]:
         """One point per UTC day that has usage, oldest first."""
-        rows = await self._usage_in(from_day, to_day)
+        rows = await self._usage_in(from_day, to_day, scope)
         groups: dict[date, list[UsageRecord]] = defaultdict(list)
         for u in rows:
             groups[_utc_day(u.created_at)].append(u)
@@ -152,9 +164,11 @@ class MemoryGovernanceQueries:
             for day, items in sorted(groups.items())
         ]
 
-    async def recent_tool_calls(self, limit: int = 50) -> list[ToolCallActivityRow]:
+    async def recent_tool_calls(
+        self, limit: int = 50, *, scope: GovernanceScope | None = None
+    ) -> list[ToolCallActivityRow]:
         """Newest first."""
-        calls = list(enumerate(self._store.all_tool_calls()))
+        calls = list(enumerate(self._tool_calls(scope)))
         calls.sort(key=lambda pair: (pair[1].created_at, pair[0]), reverse=True)
         return [
             ToolCallActivityRow(
@@ -174,9 +188,9 @@ class MemoryGovernanceQueries:
             for _, tc in calls[: clamp_limit(limit)]
         ]
 
-    async def recent_threads(self, limit: int = 50) -> list[ThreadActivityRow]:
+    async def recent_threads(self, limit: int = 50, *, scope: GovernanceScope | None = None) -> list[ThreadActivityRow]:
         """Live threads (transient included), most recently updated first, with lifetime counts."""
-        threads = [t for t in self._store.all_threads() if t.deleted_at is None]
+        threads = [t for t in self._store.all_threads() if t.deleted_at is None and in_scope(scope, t.tenant_ref)]
         threads.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
         threads = threads[: clamp_limit(limit)]
         wanted = {t.id for t in threads}
@@ -200,12 +214,12 @@ class MemoryGovernanceQueries:
             for t in threads
         ]
 
-    async def list_runs(self, query: RunQuery) -> RunPage:
+    async def list_runs(self, query: RunQuery, *, scope: GovernanceScope | None = None) -> RunPage:
         """Exact-match filters, days on started_at; newest first; cursor = offset (invalid -> 0)."""
         start, end = day_bounds(query.from_day, query.to_day)
         runs = _newest_runs_first(
             r
-            for r in self._store.all_runs()
+            for r in self._runs(scope)
             if (query.actor is None or r.actor_ref == query.actor)
             and (query.agent is None or r.agent_name == query.agent)
             and (query.status is None or r.status == query.status)
@@ -217,9 +231,9 @@ class MemoryGovernanceQueries:
         more = offset + limit < len(runs)
         return RunPage(runs=[run_summary(r) for r in page], next_cursor=str(offset + limit) if more else None)
 
-    async def run_detail(self, run_id: str) -> RunDetail | None:
+    async def run_detail(self, run_id: str, *, scope: GovernanceScope | None = None) -> RunDetail | None:
         """The run with its messages, tool calls, pending approvals and raw usage, oldest first."""
-        run = next((r for r in self._store.all_runs() if r.id == run_id), None)
+        run = next((r for r in self._runs(scope) if r.id == run_id), None)
         if run is None:
             return None
         messages = sorted((m for m in self._store.all_messages() if m.run_id == run_id), key=lambda m: m.created_at)
@@ -246,8 +260,11 @@ class MemoryGovernanceQueries:
             ],
         )
 
-    async def pending_approvals(self, *, actor: str | None = None, limit: int = 50) -> list[PendingApprovalRow]:
-        """Pending approvals oldest first; actor = the run's actor_ref (else the requester)."""
+    async def pending_approvals(
+        self, *, actor: str | None = None, limit: int = 50, scope: GovernanceScope | None = None
+    ) -> list[PendingApprovalRow]:
+        """Pending approvals oldest first; actor = the run's actor_ref (else the requester). Under a
+        scope, the run's tenant decides (an approval whose run is gone is outside every scope)."""
         runs = {r.id: r for r in self._store.all_runs()}
         rows: list[PendingApprovalRow] = []
         pending = sorted(
@@ -256,6 +273,8 @@ class MemoryGovernanceQueries:
         )
         for a in pending:
             run = runs.get(a.run_id)
+            if scope is not None and (run is None or not scope.covers(run.tenant_ref)):
+                continue
             actor_ref = run.actor_ref if run is not None else a.requested_by
             if actor is not None and actor_ref != actor:
                 continue
@@ -275,11 +294,13 @@ class MemoryGovernanceQueries:
                 break
         return rows
 
-    async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
+    async def per_tool_stats(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> list[PerToolStatRow]:
         """Per (tool name, tool type) on created_at; calls desc, then name asc, then type asc."""
         start, end = day_bounds(from_day, to_day)
         groups: dict[tuple[str, str], list[ToolCallRecord]] = defaultdict(list)
-        for tc in self._store.all_tool_calls():
+        for tc in self._tool_calls(scope):
             if _in_range(tc.created_at, start, end):
                 groups[(tc.tool_name, tc.tool_type)].append(tc)
         result = [
@@ -295,63 +316,32 @@ class MemoryGovernanceQueries:
         ]
         return sorted(result, key=lambda r: (-r.calls, r.tool_name, r.tool_type))
 
-    async def retrieval_stats(self, from_day: date | None = None, to_day: date | None = None) -> RetrievalStats:
+    async def retrieval_stats(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> RetrievalStats:
         """The RAG panel's figures over the newest `RETRIEVAL_WINDOW` inject-mode retrievals in the range."""
         start, end = day_bounds(from_day, to_day)
         rows = [
             tc
-            for tc in self._store.all_tool_calls()
+            for tc in self._tool_calls(scope)
             if tc.tool_name == RETRIEVE_TOOL and tc.message_id is None and _in_range(tc.created_at, start, end)
         ]
         rows.sort(key=lambda tc: tc.created_at, reverse=True)
         return summarize_retrievals((tc.created_at, tc.output) for tc in rows[:RETRIEVAL_WINDOW])
 
-    async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
+    async def run_reliability(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> RunReliability:
         """Outcomes of runs started in the range, by agent (runs desc, unnamed first, name asc), by day."""
         start, end = day_bounds(from_day, to_day)
-        runs = [r for r in self._store.all_runs() if _in_range(r.started_at, start, end)]
-        count = len(runs)
-        completed = sum(1 for r in runs if r.status == "completed")
-        failed = sum(1 for r in runs if r.status == "failed")
-        cancelled = sum(1 for r in runs if r.status == "cancelled")
-        durations = [d for r in runs if r.status != "running" and (d := duration_ms(r)) is not None]
+        return reliability_of(r for r in self._runs(scope) if _in_range(r.started_at, start, end))
 
-        agents: dict[str | None, list[RunRecord]] = defaultdict(list)
-        days: dict[date, list[RunRecord]] = defaultdict(list)
-        for r in runs:
-            agents[r.agent_name].append(r)
-            days[_utc_day(r.started_at)].append(r)
-        by_agent = [
-            AgentReliabilityRow(
-                agent_name=name,
-                runs=len(items),
-                failed=sum(1 for r in items if r.status == "failed"),
-                success_rate=rate(sum(1 for r in items if r.status == "completed"), len(items)),
-            )
-            for name, items in agents.items()
-        ]
-        by_agent.sort(key=lambda a: (-a.runs, a.agent_name is not None, a.agent_name or ""))
-        return RunReliability(
-            runs=count,
-            completed=completed,
-            failed=failed,
-            cancelled=cancelled,
-            running=sum(1 for r in runs if r.status == "running"),
-            success_rate=rate(completed, count),
-            failure_rate=rate(failed, count),
-            cancel_rate=rate(cancelled, count),
-            avg_duration_ms=mean(float(d) for d in durations),
-            by_agent=by_agent,
-            trend=[
-                ReliabilityTrendPoint(day=day, runs=len(items), failed=sum(1 for r in items if r.status == "failed"))
-                for day, items in sorted(days.items())
-            ],
-        )
-
-    async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
+    async def thread_detail(
+        self, thread_id: str, *, scope: GovernanceScope | None = None
+    ) -> GovernanceThreadDetail | None:
         """The thread (soft-deleted included) with lifetime usage, newest 20 runs and newest 50 messages."""
         thread = next((t for t in self._store.all_threads() if t.id == thread_id), None)
-        if thread is None:
+        if thread is None or not in_scope(scope, thread.tenant_ref):
             return None
         usage = [u for u in self._store.all_usage() if u.thread_id == thread_id]
         runs = _newest_runs_first(r for r in self._store.all_runs() if r.thread_id == thread_id)
@@ -379,17 +369,17 @@ class MemoryGovernanceQueries:
 
     # -- console (issue 15): child runs for the inspector, the audit for a time range --
 
-    async def child_runs(self, run_id: str) -> list[RunSummaryRow]:
+    async def child_runs(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunSummaryRow]:
         """Runs delegated from `run_id`, oldest first."""
-        runs = sorted((r for r in self._store.all_runs() if r.parent_run_id == run_id), key=lambda r: r.started_at)
+        runs = sorted((r for r in self._runs(scope) if r.parent_run_id == run_id), key=lambda r: r.started_at)
         return [run_summary(r) for r in runs]
 
-    async def audit_rows(self, start: datetime, end: datetime, limit: int = 10_000) -> list[ToolCallAuditRow]:
+    async def audit_rows(
+        self, start: datetime, end: datetime, limit: int = 10_000, *, scope: GovernanceScope | None = None
+    ) -> list[ToolCallAuditRow]:
         """Tool calls created in [start, end], oldest first, with their approval's requester and decision."""
         approvals = {(a.run_id, a.tool_call_id): a for a in self._store.all_approvals()}
-        calls = sorted(
-            (c for c in self._store.all_tool_calls() if start <= c.created_at <= end), key=lambda c: c.created_at
-        )
+        calls = sorted((c for c in self._tool_calls(scope) if start <= c.created_at <= end), key=lambda c: c.created_at)
         rows = []
         for c in calls[:limit]:
             a = approvals.get((c.run_id, c.id))

@@ -6,6 +6,10 @@ recorded (provider-reported or priced with the price then in force); nothing is 
 The spend rollups read `agent_usage_daily` (the ledger pre-summed per UTC day, actor and
 model, kept in step by the store), since their ranges are whole UTC days; everything else reads the
 base tables through the indexes in tables.py. bench/governance.py times each query on 1M ledger rows.
+
+A tenant `scope` filters on the `tenant_ref` each row was written with. The two daily rollups have no
+tenant column, so a scoped spend query sums the ledger itself and a scoped reliability query reads the
+run rows: a tenant's rows, not the whole table.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.governance.console import ToolCallAuditRow
+from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import (
     DEFAULT_LIMIT,
@@ -44,6 +49,7 @@ from agora_agent.governance.queries import (
     clamp_limit,
     day_bounds,
     rate,
+    reliability_of,
     run_summary,
 )
 from agora_agent.rag.inject import RETRIEVE_TOOL
@@ -116,6 +122,11 @@ def _in_range(column: sa.ColumnElement[Any], from_day: date | None, to_day: date
     return conditions
 
 
+def _tenant(column: sa.ColumnElement[Any], scope: GovernanceScope | None) -> list[Any]:
+    """The WHERE condition of a tenant scope on `column` (none without a scope; an empty scope matches nothing)."""
+    return [] if scope is None else [column.in_(sorted(scope.tenants))]
+
+
 def _run_summary(row: sa.RowMapping) -> RunSummaryRow:
     return run_summary(run_record(row))
 
@@ -156,8 +167,13 @@ class SqlGovernanceQueries:
             rows: Sequence[sa.RowMapping] = (await conn.execute(stmt)).mappings().all()
         return rows
 
-    async def _priced_groups(self, keys: Sequence[str], from_day: date, to_day: date) -> Sequence[sa.RowMapping]:
-        """Sums per (keys…, model) over whole UTC days, read from the daily rollup (not the raw ledger)."""
+    async def _priced_groups(
+        self, keys: Sequence[str], from_day: date, to_day: date, scope: GovernanceScope | None = None
+    ) -> Sequence[sa.RowMapping]:
+        """Sums per (keys…, model) over whole UTC days, read from the daily rollup (not the raw ledger);
+        under a tenant scope from the ledger's rows of those tenants (the rollup has no tenant)."""
+        if scope is not None:
+            return await self._ledger_groups(keys, from_day, to_day, scope)
         d = usage_daily.c
         group = [d[k] for k in keys]
         stmt = (
@@ -178,9 +194,31 @@ class SqlGovernanceQueries:
         )
         return await self._rows(stmt)
 
-    async def spend_by_model(self, from_day: date, to_day: date) -> list[ModelSpendRow]:
+    async def _ledger_groups(
+        self, keys: Sequence[str], from_day: date, to_day: date, scope: GovernanceScope
+    ) -> Sequence[sa.RowMapping]:
+        """`_priced_groups` summed from the usage ledger, for the rows of the scope's tenants."""
+        columns = {"actor_ref": _u.actor_ref, "day": _day_index(_u.created_at)}
+        group = [columns[k].label(k) for k in keys]
+        stmt = (
+            sa.select(
+                *group,
+                _u.model_id,
+                sa.func.count().label("requests"),
+                sa.func.sum(_u.input_tokens).label("input_tokens"),
+                sa.func.sum(_u.output_tokens).label("output_tokens"),
+                *_cost_columns(),
+            )
+            .where(*_in_range(_u.created_at, from_day, to_day), *_tenant(_u.tenant_ref, scope))
+            .group_by(*(columns[k] for k in keys), _u.model_id)
+        )
+        return await self._rows(stmt)
+
+    async def spend_by_model(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[ModelSpendRow]:
         """Sorted by cost desc, then model id asc."""
-        rows = await self._priced_groups([], from_day, to_day)
+        rows = await self._priced_groups([], from_day, to_day, scope)
         result = [
             ModelSpendRow(
                 model_id=r["model_id"],
@@ -194,9 +232,11 @@ class SqlGovernanceQueries:
         result.sort(key=lambda r: (-r.cost_usd, r.model_id))
         return result
 
-    async def spend_by_actor(self, from_day: date, to_day: date) -> list[ActorSpendRow]:
+    async def spend_by_actor(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[ActorSpendRow]:
         """Sorted by cost desc, then actor ref asc."""
-        rows = await self._priced_groups(["actor_ref"], from_day, to_day)
+        rows = await self._priced_groups(["actor_ref"], from_day, to_day, scope)
         totals: dict[str, list[float]] = defaultdict(lambda: [0, 0, 0.0])
         for r in rows:
             acc = totals[r["actor_ref"]]
@@ -210,9 +250,11 @@ class SqlGovernanceQueries:
         result.sort(key=lambda r: (-r.cost_usd, r.actor_ref))
         return result
 
-    async def usage_trend(self, from_day: date, to_day: date) -> list[UsageTrendPoint]:
+    async def usage_trend(
+        self, from_day: date, to_day: date, *, scope: GovernanceScope | None = None
+    ) -> list[UsageTrendPoint]:
         """One point per UTC day with usage, day asc."""
-        rows = await self._priced_groups(["day"], from_day, to_day)
+        rows = await self._priced_groups(["day"], from_day, to_day, scope)
         totals: dict[int, list[float]] = defaultdict(lambda: [0, 0.0])
         for r in rows:
             acc = totals[int(r["day"])]
@@ -223,10 +265,17 @@ class SqlGovernanceQueries:
             for index, a in sorted(totals.items())
         ]
 
-    async def recent_tool_calls(self, limit: int = DEFAULT_LIMIT) -> list[ToolCallActivityRow]:
+    async def recent_tool_calls(
+        self, limit: int = DEFAULT_LIMIT, *, scope: GovernanceScope | None = None
+    ) -> list[ToolCallActivityRow]:
         """Newest first."""
         tc = tool_call.c
-        stmt = sa.select(tool_call).order_by(tc.created_at.desc(), tc.seq.desc()).limit(clamp_limit(limit))
+        stmt = (
+            sa.select(tool_call)
+            .where(*_tenant(tc.tenant_ref, scope))
+            .order_by(tc.created_at.desc(), tc.seq.desc())
+            .limit(clamp_limit(limit))
+        )
         return [
             ToolCallActivityRow(
                 tool_call_id=r["id"],
@@ -245,7 +294,9 @@ class SqlGovernanceQueries:
             for r in await self._rows(stmt)
         ]
 
-    async def recent_threads(self, limit: int = DEFAULT_LIMIT) -> list[ThreadActivityRow]:
+    async def recent_threads(
+        self, limit: int = DEFAULT_LIMIT, *, scope: GovernanceScope | None = None
+    ) -> list[ThreadActivityRow]:
         """Non-deleted threads (transient included), updated_at desc."""
         t = thread.c
         messages = sa.select(sa.func.count()).where(message.c.thread_id == t.id).correlate(thread).scalar_subquery()
@@ -257,7 +308,7 @@ class SqlGovernanceQueries:
         )
         stmt = (
             sa.select(thread, messages.label("message_count"), tokens.label("total_tokens"))
-            .where(t.deleted_at.is_(None))
+            .where(t.deleted_at.is_(None), *_tenant(t.tenant_ref, scope))
             .order_by(t.updated_at.desc(), t.id.desc())
             .limit(clamp_limit(limit))
         )
@@ -273,12 +324,14 @@ class SqlGovernanceQueries:
             for r in await self._rows(stmt)
         ]
 
-    async def list_runs(self, query: RunQuery) -> RunPage:
+    async def list_runs(self, query: RunQuery, *, scope: GovernanceScope | None = None) -> RunPage:
         """Newest `started_at` first (then id desc); cursor = stringified offset."""
         r = run.c
         limit = clamp_limit(query.limit)
         offset = _offset(query.cursor)
-        stmt = sa.select(run).where(*_in_range(r.started_at, query.from_day, query.to_day))
+        stmt = sa.select(run).where(
+            *_in_range(r.started_at, query.from_day, query.to_day), *_tenant(r.tenant_ref, scope)
+        )
         for column, value in ((r.actor_ref, query.actor), (r.agent_name, query.agent), (r.status, query.status)):
             if value is not None:
                 stmt = stmt.where(column == value)
@@ -290,10 +343,14 @@ class SqlGovernanceQueries:
             next_cursor=str(offset + limit) if more else None,
         )
 
-    async def run_detail(self, run_id: str) -> RunDetail | None:
-        """None when the run is unknown; every list oldest first."""
+    async def run_detail(self, run_id: str, *, scope: GovernanceScope | None = None) -> RunDetail | None:
+        """None when the run is unknown (or outside the scope); every list oldest first."""
         async with self.engine.connect() as conn:
-            head = (await conn.execute(sa.select(run).where(run.c.id == run_id))).mappings().first()
+            head = (
+                (await conn.execute(sa.select(run).where(run.c.id == run_id, *_tenant(run.c.tenant_ref, scope))))
+                .mappings()
+                .first()
+            )
             if head is None:
                 return None
             messages = (
@@ -339,9 +396,10 @@ class SqlGovernanceQueries:
         )
 
     async def pending_approvals(
-        self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT
+        self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT, scope: GovernanceScope | None = None
     ) -> list[PendingApprovalRow]:
-        """Pending approvals oldest first; the actor is the run's actor_ref, else the requester."""
+        """Pending approvals oldest first; the actor is the run's actor_ref, else the requester. Under a
+        scope the run's tenant decides (an approval whose run is gone is outside every scope)."""
         a = approval.c
         actor_ref = sa.func.coalesce(run.c.actor_ref, a.requested_by)
         stmt = (
@@ -351,7 +409,7 @@ class SqlGovernanceQueries:
                     tool_call, sa.and_(tool_call.c.run_id == a.run_id, tool_call.c.id == a.tool_call_id)
                 )
             )
-            .where(a.status == "pending")
+            .where(a.status == "pending", *_tenant(run.c.tenant_ref, scope))
             .order_by(a.created_at, a.tool_call_id)
             .limit(clamp_limit(limit))
         )
@@ -370,7 +428,9 @@ class SqlGovernanceQueries:
             for r in await self._rows(stmt)
         ]
 
-    async def per_tool_stats(self, from_day: date | None = None, to_day: date | None = None) -> list[PerToolStatRow]:
+    async def per_tool_stats(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> list[PerToolStatRow]:
         """On `created_at`; sorted by calls desc, then tool name asc."""
         tc = tool_call.c
         stmt = (
@@ -383,7 +443,7 @@ class SqlGovernanceQueries:
                 sa.func.sum(tc.execution_ms).label("ms_sum"),
                 sa.func.count(tc.execution_ms).label("ms_count"),
             )
-            .where(*_in_range(tc.created_at, from_day, to_day))
+            .where(*_in_range(tc.created_at, from_day, to_day), *_tenant(tc.tenant_ref, scope))
             .group_by(tc.tool_name, tc.tool_type)
         )
         result = [
@@ -400,19 +460,33 @@ class SqlGovernanceQueries:
         result.sort(key=lambda r: (-r.calls, r.tool_name, r.tool_type))
         return result
 
-    async def retrieval_stats(self, from_day: date | None = None, to_day: date | None = None) -> RetrievalStats:
+    async def retrieval_stats(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> RetrievalStats:
         """The RAG panel's figures over the newest `RETRIEVAL_WINDOW` inject-mode retrievals in the range."""
         tc = tool_call.c
         stmt = (
             sa.select(tc.created_at, tc.output)
-            .where(tc.tool_name == RETRIEVE_TOOL, tc.message_id.is_(None), *_in_range(tc.created_at, from_day, to_day))
+            .where(
+                tc.tool_name == RETRIEVE_TOOL,
+                tc.message_id.is_(None),
+                *_in_range(tc.created_at, from_day, to_day),
+                *_tenant(tc.tenant_ref, scope),
+            )
             .order_by(tc.created_at.desc())
             .limit(RETRIEVAL_WINDOW)
         )
         return summarize_retrievals((r["created_at"], r["output"]) for r in await self._rows(stmt))
 
-    async def run_reliability(self, from_day: date | None = None, to_day: date | None = None) -> RunReliability:
+    async def run_reliability(
+        self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
+    ) -> RunReliability:
         """On started_at. Rates are 0 without runs; durations average settled runs only."""
+        if scope is not None:  # the rollup has no tenant: the scope's own run rows
+            stmt = sa.select(run).where(
+                *_in_range(run.c.started_at, from_day, to_day), *_tenant(run.c.tenant_ref, scope)
+            )
+            return reliability_of(run_record(row) for row in await self._rows(stmt))
         # The daily run rollup (kept in step by the store): days x agents rows, not one row per run.
         rd = run_daily.c
         where = []
@@ -465,10 +539,21 @@ class SqlGovernanceQueries:
             trend=[ReliabilityTrendPoint(day=_day(i), runs=p[0], failed=p[1]) for i, p in sorted(trend.items())],
         )
 
-    async def thread_detail(self, thread_id: str) -> GovernanceThreadDetail | None:
-        """Soft-deleted threads included (`deleted=True`); None when the thread never existed."""
+    async def thread_detail(
+        self, thread_id: str, *, scope: GovernanceScope | None = None
+    ) -> GovernanceThreadDetail | None:
+        """Soft-deleted threads included (`deleted=True`); None when the thread never existed (or is
+        outside the scope)."""
         async with self.engine.connect() as conn:
-            head = (await conn.execute(sa.select(thread).where(thread.c.id == thread_id))).mappings().first()
+            head = (
+                (
+                    await conn.execute(
+                        sa.select(thread).where(thread.c.id == thread_id, *_tenant(thread.c.tenant_ref, scope))
+                    )
+                )
+                .mappings()
+                .first()
+            )
             if head is None:
                 return None
             usage_stmt = (
@@ -530,12 +615,18 @@ class SqlGovernanceQueries:
 
     # -- console (issue 15): child runs for the inspector, the audit for a time range --
 
-    async def child_runs(self, run_id: str) -> list[RunSummaryRow]:
+    async def child_runs(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunSummaryRow]:
         """Runs delegated from `run_id`, oldest first."""
-        stmt = sa.select(run).where(run.c.parent_run_id == run_id).order_by(run.c.started_at, run.c.id)
+        stmt = (
+            sa.select(run)
+            .where(run.c.parent_run_id == run_id, *_tenant(run.c.tenant_ref, scope))
+            .order_by(run.c.started_at, run.c.id)
+        )
         return [_run_summary(r) for r in await self._rows(stmt)]
 
-    async def audit_rows(self, start: datetime, end: datetime, limit: int = 10_000) -> list[ToolCallAuditRow]:
+    async def audit_rows(
+        self, start: datetime, end: datetime, limit: int = 10_000, *, scope: GovernanceScope | None = None
+    ) -> list[ToolCallAuditRow]:
         """Tool calls created in [start, end], oldest first, with their approval's requester and decision."""
         tc, a = tool_call.c, approval.c
         stmt = (
@@ -547,7 +638,7 @@ class SqlGovernanceQueries:
                 a.reason.label("a_reason"),
             )
             .select_from(tool_call.outerjoin(approval, sa.and_(a.run_id == tc.run_id, a.tool_call_id == tc.id)))
-            .where(tc.created_at >= start, tc.created_at <= end)
+            .where(tc.created_at >= start, tc.created_at <= end, *_tenant(tc.tenant_ref, scope))
             .order_by(tc.created_at, tc.seq)
             .limit(limit)
         )

@@ -42,7 +42,7 @@ from agora_agent.observability.events import (
 )
 from agora_agent.service import AgentService
 from agora_agent.web.deps import ContextDep, ServiceDep, error_responses, governance_grant
-from agora_agent.web.routes.governance import governance_mount_plan
+from agora_agent.web.routes.governance import ScopeDep, governance_mount_plan
 from agora_agent.web.sse import event_source_response
 
 __all__ = ["add_routes"]
@@ -59,10 +59,11 @@ def _queries(service: AgentService) -> GovernanceQueries:
     return queries
 
 
-async def inspect(service: ServiceDep, run_id: str) -> JSONResponse:
-    """The run as a waterfall; unknown -> 404. Content (model responses) only with content capture on."""
+async def inspect(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONResponse:
+    """The run as a waterfall; unknown (or another tenant's) -> 404. Content (model responses) only with
+    content capture on."""
     inspection = await inspect_run(
-        service.store, _queries(service), run_id, capture_content=service.telemetry.capture_content
+        service.store, _queries(service), run_id, capture_content=service.telemetry.capture_content, scope=scope
     )
     if inspection is None:
         raise NotFoundError("run not found")
@@ -71,12 +72,13 @@ async def inspect(service: ServiceDep, run_id: str) -> JSONResponse:
 
 async def compare(
     service: ServiceDep,
+    scope: ScopeDep,
     a: Annotated[str, Query(min_length=1, description="First run id")],
     b: Annotated[str, Query(min_length=1, description="Second run id")],
 ) -> JSONResponse:
     """Two runs side by side: both waterfalls and the differences (input, tools, tokens, cost)."""
     comparison = await compare_runs(
-        service.store, _queries(service), a, b, capture_content=service.telemetry.capture_content
+        service.store, _queries(service), a, b, capture_content=service.telemetry.capture_content, scope=scope
     )
     if comparison is None:
         raise NotFoundError("run not found")
@@ -85,12 +87,14 @@ async def compare(
 
 async def audit(
     service: ServiceDep,
+    scope: ScopeDep,
     from_: FromQ = None,
     to: ToQ = None,
     format: Annotated[Literal["json", "csv"], Query(description="json (default) or csv")] = "json",
 ) -> Response:
     """The audit of a range of UTC days (default: today): every tool call with its actor, arguments, policy
-    decision, requester, decider and reason, plus governance changes (prices, re-pricing)."""
+    decision, requester, decider and reason, plus governance changes (prices, re-pricing). A tenant admin
+    gets their tenants' tool calls only: governance changes are global and need a global grant."""
     first, last = from_ or datetime.now(UTC).date(), to or datetime.now(UTC).date()
     if first > last:
         first, last = last, first
@@ -102,8 +106,9 @@ async def audit(
     audit_rows = getattr(queries, "audit_rows", None)
     if audit_rows is None:
         return JSONResponse({"error": "this governance adapter does not support the audit export"}, status_code=501)
-    rows: list[ToolCallAuditRow] = await audit_rows(start, end)
-    records = audit_records(rows, await service.audit.entries(since=start, until=end))
+    rows: list[ToolCallAuditRow] = await audit_rows(start, end, scope=scope)
+    changes = await service.audit.entries(since=start, until=end) if scope is None else []
+    records = audit_records(rows, changes)
     if format == "csv":
         name = f"agora-audit-{first.isoformat()}-{last.isoformat()}.csv"
         return Response(
@@ -127,12 +132,13 @@ def _change(event: AgentEvent, pending: int | None) -> dict[str, Any]:
     return body
 
 
-async def live(service: ServiceDep, context: ContextDep) -> Response:
-    """SSE of this process's lifecycle events (`change`), starting with the pending-approval count (`hello`)."""
+async def live(service: ServiceDep, context: ContextDep, scope: ScopeDep) -> Response:
+    """SSE of this process's lifecycle events (`change`), starting with the pending-approval count (`hello`).
+    A tenant admin sees only events and approvals of their tenants."""
     queries = _queries(service)
 
     async def pending_count() -> int:
-        return len(await queries.pending_approvals(limit=200))
+        return len(await queries.pending_approvals(limit=200, scope=scope))
 
     async def body() -> AsyncIterator[bytes]:
         with service.telemetry.listen() as queue:
@@ -140,6 +146,8 @@ async def live(service: ServiceDep, context: ContextDep) -> Response:
             while True:
                 event = await queue.get()
                 if not event.kind.startswith(_LIVE_KINDS):
+                    continue
+                if scope is not None and not scope.covers(event.tenant_ref):
                     continue
                 count = await pending_count() if event.kind.startswith("approval.") else None
                 yield _sse("change", _change(event, count))

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse
 
 from agora_agent.config import AgentConfig
 from agora_agent.errors import InvalidRequestError, NotFoundError
+from agora_agent.governance.gate import GovernanceScope, scope_of
 from agora_agent.governance.price_changes import set_price
 from agora_agent.governance.pricing import ModelPrice, PricingStore
 from agora_agent.governance.queries import (
@@ -46,7 +47,7 @@ from agora_agent.governance.queries import (
 )
 from agora_agent.rag.stats import RetrievalStats
 from agora_agent.service import AgentService
-from agora_agent.web.deps import ActorDep, CallerDep, ServiceDep, error_responses, governance_grant
+from agora_agent.web.deps import ActorDep, CallerDep, GrantDep, ServiceDep, error_responses, governance_grant
 from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_name
 
 __all__ = ["add_routes", "governance_mount_plan", "parse_limit"]
@@ -180,44 +181,54 @@ async def my_approvals(service: ServiceDep, actor: ActorDep, limit: LimitQ = Non
     return JSONResponse(rows)
 
 
-async def spend_by_model(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+def _scope(grant: GrantDep) -> GovernanceScope | None:
+    """FastAPI dependency: the tenant filter of the caller's grant (None for a global admin)."""
+    return scope_of(grant)
+
+
+ScopeDep = Annotated[GovernanceScope | None, Depends(_scope)]
+
+
+async def spend_by_model(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Spend per model; both days default to today (UTC)."""
-    return JSONResponse(_rows(await _queries(service).spend_by_model(from_ or _today(), to or _today())))
+    rows = await _queries(service).spend_by_model(from_ or _today(), to or _today(), scope=scope)
+    return JSONResponse(_rows(rows))
 
 
-async def spend_by_actor(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+async def spend_by_actor(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Spend per actor, with labels; both days default to today (UTC)."""
-    rows = _rows(await _queries(service).spend_by_actor(from_ or _today(), to or _today()))
+    rows = _rows(await _queries(service).spend_by_actor(from_ or _today(), to or _today(), scope=scope))
     await _label(service.config.actor_directory, rows)
     return JSONResponse(rows)
 
 
-async def usage_trend(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+async def usage_trend(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Tokens and cost per UTC day with usage."""
-    return JSONResponse(_rows(await _queries(service).usage_trend(from_ or _today(), to or _today())))
+    return JSONResponse(_rows(await _queries(service).usage_trend(from_ or _today(), to or _today(), scope=scope)))
 
 
-async def recent_tool_calls(service: ServiceDep, limit: LimitQ = None) -> JSONResponse:
+async def recent_tool_calls(service: ServiceDep, scope: ScopeDep, limit: LimitQ = None) -> JSONResponse:
     """Tool calls, newest first."""
-    return JSONResponse(_rows(await _queries(service).recent_tool_calls(parse_limit(limit))))
+    return JSONResponse(_rows(await _queries(service).recent_tool_calls(parse_limit(limit), scope=scope)))
 
 
-async def recent_threads(service: ServiceDep, limit: LimitQ = None) -> JSONResponse:
+async def recent_threads(service: ServiceDep, scope: ScopeDep, limit: LimitQ = None) -> JSONResponse:
     """The most recently active threads, with labels."""
-    rows = _rows(await _queries(service).recent_threads(parse_limit(limit)))
+    rows = _rows(await _queries(service).recent_threads(parse_limit(limit), scope=scope))
     await _label(service.config.actor_directory, rows)
     return JSONResponse(rows)
 
 
-async def thread_detail(service: ServiceDep, thread_id: str) -> JSONResponse:
-    """Any thread with its runs (soft-deleted ones too, marked `deleted: true`); unknown -> 404.
+async def thread_detail(service: ServiceDep, scope: ScopeDep, thread_id: str) -> JSONResponse:
+    """Any thread with its runs (soft-deleted ones too, marked `deleted: true`); unknown -> 404 (for a
+    tenant admin, another tenant's thread is unknown too).
 
     A governance adapter without `thread_detail` answers 501.
     """
     queries = _queries(service)
     if getattr(queries, "thread_detail", None) is None:
         return JSONResponse({"error": "this governance adapter does not support thread detail"}, status_code=501)
-    detail = await queries.thread_detail(thread_id)
+    detail = await queries.thread_detail(thread_id, scope=scope)
     if detail is None:
         raise NotFoundError("thread not found")
     body = detail.model_dump(by_alias=True, mode="json")
@@ -227,6 +238,7 @@ async def thread_detail(service: ServiceDep, thread_id: str) -> JSONResponse:
 
 async def list_runs(
     service: ServiceDep,
+    scope: ScopeDep,
     actor: Annotated[str | None, Query(description="Exact actor ref")] = None,
     agent: Annotated[str | None, Query(description="Exact agent name")] = None,
     status: Annotated[str | None, Query(description="running | completed | failed | cancelled")] = None,
@@ -247,16 +259,17 @@ async def list_runs(
             to_day=to,
             cursor=cursor.strip() if cursor else None,
             limit=parse_limit(limit),
-        )
+        ),
+        scope=scope,
     )
     body = page.model_dump(by_alias=True, mode="json")
     await _label(service.config.actor_directory, body["runs"])
     return JSONResponse(body)
 
 
-async def run_detail(service: ServiceDep, run_id: str) -> JSONResponse:
-    """The whole trace of a run: messages, tool calls, usage; unknown -> 404."""
-    detail = await _queries(service).run_detail(run_id)
+async def run_detail(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONResponse:
+    """The whole trace of a run: messages, tool calls, usage; unknown (or another tenant's) -> 404."""
+    detail = await _queries(service).run_detail(run_id, scope=scope)
     if detail is None:
         raise NotFoundError("run not found")
     body = detail.model_dump(by_alias=True, mode="json")
@@ -266,37 +279,39 @@ async def run_detail(service: ServiceDep, run_id: str) -> JSONResponse:
 
 async def pending_approvals(
     service: ServiceDep,
+    scope: ScopeDep,
     actor: Annotated[str | None, Query(description="Only this actor's")] = None,
     limit: LimitQ = None,
 ) -> JSONResponse:
-    """Every actor's pending approvals, oldest first, with labels."""
-    rows = _rows(await _queries(service).pending_approvals(actor=actor, limit=parse_limit(limit)))
+    """Every actor's pending approvals (a tenant admin: their tenants'), oldest first, with labels."""
+    rows = _rows(await _queries(service).pending_approvals(actor=actor, limit=parse_limit(limit), scope=scope))
     await _label(service.config.actor_directory, rows)
     return JSONResponse(rows)
 
 
-async def tool_stats(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+async def tool_stats(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Per tool: calls, failures, rejections and mean duration (both days optional)."""
-    return JSONResponse(_rows(await _queries(service).per_tool_stats(from_, to)))
+    return JSONResponse(_rows(await _queries(service).per_tool_stats(from_, to, scope=scope)))
 
 
-async def reliability(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+async def reliability(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Run outcomes and rates, per agent and per day (both days optional)."""
-    return JSONResponse((await _queries(service).run_reliability(from_, to)).model_dump(by_alias=True, mode="json"))
+    result = await _queries(service).run_reliability(from_, to, scope=scope)
+    return JSONResponse(result.model_dump(by_alias=True, mode="json"))
 
 
-async def rag_stats(service: ServiceDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
+async def rag_stats(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Inject-mode retrievals: count, zero-hit rate, mean passages, per-day trend (both days optional).
     501 when the configured governance queries do not provide them."""
     method = getattr(_queries(service), "retrieval_stats", None)
     if method is None:
         return JSONResponse({"error": "this governance adapter does not support retrieval stats"}, status_code=501)
-    stats: RetrievalStats = await method(from_, to)
+    stats: RetrievalStats = await method(from_, to, scope=scope)
     return JSONResponse(stats.model_dump(by_alias=True, mode="json"))
 
 
 async def list_prices(service: ServiceDep) -> JSONResponse:
-    """The current price of each model (cache rates omitted when unset)."""
+    """The current price of each model (cache rates omitted when unset); every governance admin may read them."""
     prices = [
         PriceOut(
             model_id=p.model_id,
