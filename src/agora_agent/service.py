@@ -573,8 +573,9 @@ class AgentService:
         """Server-authoritative decision.
 
         NotFoundError: unknown run, or no approval for that tool call in that run.
-        ForbiddenError: not the requester's run and no grant covering it, or approving without one of the
-        tool's `approver_roles` (which, when set, binds the requester too — four eyes).
+        ForbiddenError: not the requester's run and no grant covering it; or approving a tool with
+        `approver_roles` without one of them, or as its requester (four eyes; the tool's `self_approval=True`
+        allows the latter). Rejecting one's own call is always allowed.
         ConflictError: already decided or expired (`detail` carries the standing decision).
         """
         actor = caller.actor
@@ -602,10 +603,8 @@ class AgentService:
         if run.status != "running":  # a pending approval of a run that ended: never a silent 200
             why = f": {run.error}" if run.error else ""
             raise ConflictError(f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval))
-        if status == "approved" and approval.approver_roles and not set(actor.roles) & set(approval.approver_roles):
-            raise ForbiddenError(
-                f'approving "{approval.tool_name}" needs one of the roles: {", ".join(approval.approver_roles)}'
-            )
+        if status == "approved" and approval.approver_roles:
+            self._four_eyes(actor, approval)
         record, changed = await self.store.decide_approval(
             run_id, tool_call_id, status=status, decided_by=actor.id, reason=reason
         )
@@ -618,6 +617,20 @@ class AgentService:
         else:
             await runner.signal(run_id, tool_call_id)
         return record
+
+    def _four_eyes(self, actor: Actor, approval: ApprovalRecord) -> None:
+        """Approving a tool with `approver_roles` needs one of them, and someone other than the requester —
+        unless the tool says `self_approval=True` (a tool no longer registered counts as False)."""
+        roles = approval.approver_roles or ()
+        if not set(actor.roles) & set(roles):
+            raise ForbiddenError(f'approving "{approval.tool_name}" needs one of the roles: {", ".join(roles)}')
+        if actor.id == approval.requested_by:
+            spec = self.registry.get(approval.tool_name)
+            if spec is None or not spec.self_approval:
+                raise ForbiddenError(
+                    f'"{approval.tool_name}" needs a second person: the requester cannot approve their own call '
+                    "(reject it, or ask someone with one of the approver roles)"
+                )
 
     async def readiness(self) -> dict[str, bool]:
         """What `GET /readyz` reports: the store answers, Redis answers (when the sink is Redis), and the

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
 
 from agora_agent import AgentDefinition, Budget, Persona
-from agora_agent.actors import Actor, CallableActorResolver
+from agora_agent.actors import Actor, CallableActorResolver, HeaderActorResolver
 from agora_agent.client.frames import parse_sse_text
 from agora_agent.testing.helpers import OBSERVER
 
@@ -107,19 +108,61 @@ async def test_default_resolver_refuses_everything() -> None:
 
 
 @pytest.mark.ref("ACT-05", "ACT-06")
-async def test_per_agent_resolver_is_used_only_for_chat() -> None:
+async def test_a_per_agent_resolver_only_refines_the_apps_caller() -> None:
     def kiosk(request: Any) -> Actor:
         return Actor("kiosk-user")
 
-    helper = AgentDefinition(name="kiosk", actor_resolver=CallableActorResolver(kiosk))
-    async with asgi_client(make_config(agents=[helper])) as (client, service):
-        r = await client.post("/agent/chat", json={"message": "hi", "agent": "kiosk"})  # no identity headers
+    def narrow(request: Any) -> Actor:  # the same caller, fewer roles
+        return Actor(request.headers["x-actor-id"], roles=())
+
+    helpers = [
+        AgentDefinition(name="kiosk", actor_resolver=CallableActorResolver(kiosk)),
+        AgentDefinition(name="narrow", actor_resolver=CallableActorResolver(narrow)),
+    ]
+    async with asgi_client(make_config(agents=helpers)) as (client, service):
+        # Naming an agent never lowers the bar: the app's resolver must accept the caller first.
+        r = await client.post("/agent/chat", json={"message": "hi", "agent": "kiosk"})
+        assert r.status_code == 401
+        # ... and the agent's resolver must agree with it (another identity -> 403, nothing stored).
+        r = await client.post("/agent/chat", json={"message": "hi", "agent": "kiosk"}, headers=ALICE)
+        assert r.status_code == 403
+        assert await service.store.list_threads("kiosk-user") == []
+        r = await client.post("/agent/chat", json={"message": "hi", "agent": "narrow"}, headers=ALICE)
         assert r.status_code == 200
         run = await service.wait_for_run(OBSERVER, r.headers["x-agent-run-id"])
-        assert (run.actor_ref, run.agent_name) == ("kiosk-user", "kiosk")
-        # Every other route still uses the global resolver.
+        assert (run.actor_ref, run.agent_name) == ("alice", "narrow")
+        # Every other route uses the app's resolver alone.
         r = await client.get(f"/agent/chat/{run.id}/stream")
         assert r.status_code == 401
+
+
+@pytest.mark.ref("ACT-05")
+async def test_an_agents_header_resolver_cannot_raise_a_callers_roles() -> None:
+    def session(request: Any) -> Actor | None:  # the app's own auth: a cookie names alice, a plain user
+        return Actor("alice", roles=("support",)) if request.cookies.get("session") == "alice" else None
+
+    weak = AgentDefinition(name="weak", actor_resolver=HeaderActorResolver())
+    config = make_config(agents=[weak], actor_resolver=CallableActorResolver(session))
+    forged = {"x-actor-id": "alice", "x-actor-role": "support,admin"}
+    async with asgi_client(config) as (client, service):
+        r = await client.post("/agent/chat", json={"message": "hi", "agent": "weak"}, headers=forged)
+        assert r.status_code == 401  # anonymous: headers alone are not an identity
+        client.cookies.set("session", "alice")
+        r = await client.post("/agent/chat", json={"message": "hi", "agent": "weak"}, headers=forged)
+        assert r.status_code == 403  # alice, but the agent's resolver claims a role she does not have
+        assert await service.store.list_threads("alice") == []
+
+
+async def test_a_header_resolver_outside_debug_logs_a_security_warning(caplog: pytest.LogCaptureFixture) -> None:
+    from agora_agent.web import agent_router
+
+    with caplog.at_level(logging.WARNING, logger="agora_agent.web"):
+        agent_router(make_config())
+    assert any(r.getMessage().startswith("SECURITY:") for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agora_agent.web"):
+        agent_router(make_config(debug=True))
+    assert not any(r.getMessage().startswith("SECURITY:") for r in caplog.records)
 
 
 @pytest.mark.ref("HTTP-01")

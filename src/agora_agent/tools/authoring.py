@@ -74,6 +74,7 @@ def build_spec(
     can_use: CanUse | None = None,
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
+    self_approval: bool = False,
     approval_ttl: TtlArg = None,
 ) -> ToolSpec:
     """Validate authoring options and build the `ToolSpec`; `owner` names the function or class in errors."""
@@ -103,6 +104,7 @@ def build_spec(
         can_use=can_use,
         describe=describe,
         approver_roles=_roles(approver_roles, "approver_roles", owner),
+        self_approval=bool(self_approval),
         approval_ttl=_ttl(approval_ttl, owner),
     )
 
@@ -160,6 +162,7 @@ def _function_tool(
     can_use: CanUse | None,
     describe: Describe | None,
     approver_roles: RolesArg,
+    self_approval: bool,
     approval_ttl: TtlArg,
     blocking: bool = True,
     present: PresentArg = None,
@@ -180,6 +183,7 @@ def _function_tool(
         can_use=can_use,
         describe=describe,
         approver_roles=approver_roles,
+        self_approval=self_approval,
         approval_ttl=approval_ttl,
     )
 
@@ -213,6 +217,7 @@ def tool(
     can_use: CanUse | None = None,
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
+    self_approval: bool = False,
     approval_ttl: TtlArg = None,
     blocking: bool = True,
     present: PresentArg = None,
@@ -232,6 +237,7 @@ def tool(
     can_use: CanUse | None = None,
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
+    self_approval: bool = False,
     approval_ttl: TtlArg = None,
     blocking: bool = True,
     present: PresentArg = None,
@@ -245,6 +251,8 @@ def tool(
     that it never blocks (pure computation of microseconds) and calls it on the loop, saving the thread
     hop (~0.1 ms idle, milliseconds on a loaded host) — never for I/O or anything slow.
     `present(output, ctx)` turns a successful result into UI components (the model still gets `output`).
+    `approver_roles` makes approval need one of those roles and someone other than the requester (four
+    eyes); `self_approval=True` lets a requester who holds one of the roles approve their own call.
     Raises `ConfigurationError` (naming the function) for a missing description, a bad name or kind.
     """
     options: dict[str, Any] = {
@@ -257,6 +265,7 @@ def tool(
         "can_use": can_use,
         "describe": describe,
         "approver_roles": approver_roles,
+        "self_approval": self_approval,
         "approval_ttl": approval_ttl,
         "blocking": blocking,
         "present": present,
@@ -279,6 +288,7 @@ def define_tool(
     can_use: CanUse | None = None,
     describe: Describe | None = None,
     approver_roles: RolesArg = None,
+    self_approval: bool = False,
     approval_ttl: TtlArg = None,
     present: PresentArg = None,
 ) -> FunctionTool:
@@ -298,6 +308,7 @@ def define_tool(
         can_use=can_use,
         describe=describe,
         approver_roles=approver_roles,
+        self_approval=self_approval,
         approval_ttl=approval_ttl,
     )
 
@@ -316,7 +327,7 @@ class BaseTool(ABC):
 
     Required: `name`, `kind` (or subclass `ReadTool`/`ActionTool`), `execute`. Optional: `description`
     (default: the class docstring), `Input` (default: no arguments), `roles`, `ability`, `approver_roles`,
-    `approval_ttl`, the per-call hooks `is_enabled()`, `can_use(actor)`, `describe(ctx)`, and
+    `self_approval`, `approval_ttl`, the per-call hooks `is_enabled()`, `can_use(actor)`, `describe(ctx)`, and
     `present(self, output, ctx)` to show a successful result as UI components.
     Register the class to have it built lazily by the registry's factory (dependency injection),
     or register an instance.
@@ -329,6 +340,7 @@ class BaseTool(ABC):
     roles: ClassVar[RolesArg] = None
     ability: ClassVar[str | None] = None
     approver_roles: ClassVar[RolesArg] = None
+    self_approval: ClassVar[bool] = False
     approval_ttl: ClassVar[TtlArg] = None
 
     @abstractmethod
@@ -368,6 +380,7 @@ class BaseTool(ABC):
             roles=cls.roles,
             ability=cls.ability,
             approver_roles=cls.approver_roles,
+            self_approval=cls.self_approval,
             approval_ttl=cls.approval_ttl,
         )
 

@@ -51,7 +51,9 @@ class ToolSpec:
     - `enabled`: a bool, or a callable re-read on every offer and invoke.
     - `can_use(actor)`: an extra per-actor predicate (sync or async).
     - `describe(ctx)`: may hide the tool for this call or change its description.
-    - `approver_roles`: an approval decided by someone other than the requester needs one of these.
+    - `approver_roles`: approving needs one of these roles, and — four eyes — the requester may not approve
+      their own call even when they hold one (rejecting it stays allowed);
+    - `self_approval`: with `approver_roles`, let a requester who holds one of the roles approve their own call.
     - `approval_ttl`: how long an approval may stay pending before it expires.
     """
 
@@ -65,6 +67,7 @@ class ToolSpec:
     can_use: CanUse | None = None
     describe: Describe | None = None
     approver_roles: tuple[str, ...] | None = None
+    self_approval: bool = False
     approval_ttl: timedelta | None = None
     target_agent: str | None = None
 

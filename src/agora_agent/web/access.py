@@ -1,18 +1,35 @@
 """Identity over HTTP: turn a request into an `Actor` (401 otherwise).
 
-Identity comes only from a resolver. Everything after it — ownership (404/403), the governance gate
+Identity comes only from a resolver. An agent's own `actor_resolver` never replaces the app's: the app's
+resolver must accept the caller first, then the agent's runs and must agree — the same actor id and
+tenant, and no role the app's actor lacks (it may only narrow) — else 403. So naming an agent in a
+request can never lower the identity bar (`authenticate_for_agent`).
+
+Everything after identity — ownership (404/403), the governance gate
 (403), tenant scopes — is decided by `AgentService` from the `Caller` (`web/deps.py`), and the web
 layer only maps the service's typed errors to statuses (`web/errors.py`).
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
+
 from starlette.requests import Request
 
-from agora_agent.actors import Actor, ActorResolver
-from agora_agent.errors import UnauthenticatedError
+from agora_agent.actors import Actor, ActorResolver, HeaderActorResolver
+from agora_agent.agents import AgentDefinition
+from agora_agent.errors import ForbiddenError, UnauthenticatedError
 
-__all__ = ["authenticate"]
+__all__ = ["authenticate", "authenticate_for_agent", "warn_header_resolvers"]
+
+logger = logging.getLogger("agora_agent.web")
+
+HEADER_RESOLVER_WARNING = (
+    "SECURITY: %s uses HeaderActorResolver outside debug: any client can claim any identity by sending "
+    "x-actor-id / x-actor-role / x-tenant-ref headers. Use it only behind a gateway that sets those headers "
+    "itself and strips them from clients; otherwise configure a real resolver (docs/actor-resolvers.md)."
+)
 
 
 async def authenticate(resolver: ActorResolver, request: Request) -> Actor:
@@ -32,3 +49,43 @@ async def authenticate(resolver: ActorResolver, request: Request) -> Actor:
     if not isinstance(actor, Actor):
         raise UnauthenticatedError(f"actor resolver returned {type(actor).__name__}, expected Actor")
     return actor
+
+
+async def authenticate_for_agent(app_resolver: ActorResolver, agent: AgentDefinition | None, request: Request) -> Actor:
+    """The caller of a route that names an agent (`POST /chat`, AI SDK, AG-UI).
+
+    401 unless the app's resolver accepts the caller. An agent with its own resolver then resolves the
+    caller too (401 if it refuses) and must agree with the app's actor: same id and tenant, roles a
+    subset of the app's — else ForbiddenError. The agent's actor (possibly with fewer roles) is returned.
+    """
+    actor = await authenticate(app_resolver, request)
+    if agent is None or agent.actor_resolver is None or agent.actor_resolver is app_resolver:
+        return actor
+    narrowed = await authenticate(agent.actor_resolver, request)
+    extra = sorted(set(narrowed.roles) - set(actor.roles))
+    if narrowed.id != actor.id or narrowed.tenant_ref != actor.tenant_ref or extra:
+        logger.warning(
+            "agent %r: its actor resolver disagrees with the app's (%r/%r vs %r/%r, extra roles %s); refused",
+            agent.name,
+            narrowed.id,
+            narrowed.tenant_ref,
+            actor.id,
+            actor.tenant_ref,
+            extra,
+        )
+        raise ForbiddenError(
+            f'agent "{agent.name}": its actor resolver must agree with the app\'s (same actor and tenant, '
+            "no extra roles)"
+        )
+    return narrowed
+
+
+def warn_header_resolvers(app_resolver: ActorResolver, agents: Iterable[AgentDefinition], *, debug: bool) -> None:
+    """Log a SECURITY warning for each `HeaderActorResolver` in use while `debug` is off (called at start-up)."""
+    if debug:
+        return
+    if isinstance(app_resolver, HeaderActorResolver):
+        logger.warning(HEADER_RESOLVER_WARNING, "AgentConfig.actor_resolver")
+    for agent in agents:
+        if isinstance(agent.actor_resolver, HeaderActorResolver):
+            logger.warning(HEADER_RESOLVER_WARNING, f'agent "{agent.name}"')

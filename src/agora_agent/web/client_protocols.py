@@ -1,8 +1,8 @@
 """What the AI SDK and AG-UI routes share: the caller, the client's chat id -> OUR thread, a decision the
 client carries -> OUR approvals check, and the run's stream through the encoder seam.
 
-- Identity: the agent's own resolver when the body names an agent that has one (as `POST /chat`), else
-  the router's; 401 before anything else is looked at.
+- Identity: the router's resolver, then the agent's own when the body names an agent that has one, which
+  must agree with it (as `POST /chat`); 401/403 before anything else is looked at.
 - Threads: a client names its chat (`id` in the AI SDK body, `threadId` in AG-UI). When that is one of
   our thread ids it is that thread (ownership: 404/403). Otherwise it maps to `ui-<sha256(actor, id)>`,
   created on first use, so a client id never reaches another user's thread. The history the model sees
@@ -34,7 +34,7 @@ from agora_agent.stores.base import RunRecord
 from agora_agent.streaming.encoding import Parked, RunSummary, StreamEncoder, approval_id, encode_run, parse_approval_id
 from agora_agent.streaming.frames import StreamEvent, ToolFrame
 from agora_agent.tools.registry import args_hash
-from agora_agent.web.access import authenticate
+from agora_agent.web.access import authenticate_for_agent
 from agora_agent.web.route_class import set_actor
 from agora_agent.web.sse import event_source_response
 
@@ -60,13 +60,13 @@ _PARK_LOOKUP_SECONDS = 5.0
 
 
 async def caller_for(service: AgentService, request: Request, agent_name: str | None) -> Caller:
-    """401 unless the agent's own resolver (or the router's) names the caller; recorded on the request."""
+    """The caller (`web.access.authenticate_for_agent`: the router's resolver, refined by the agent's own
+    when it has one); recorded on the request."""
     try:
         definition = service.agent(agent_name)
     except NotFoundError:
         definition = None
-    resolver = (definition.actor_resolver if definition else None) or service.config.actor_resolver
-    actor = await authenticate(resolver, request)
+    actor = await authenticate_for_agent(service.config.actor_resolver, definition, request)
     set_actor(request, actor)
     return Caller(actor, request)
 

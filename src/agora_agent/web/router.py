@@ -20,7 +20,7 @@ from agora_agent.actors import Actor
 from agora_agent.config import AgentConfig
 from agora_agent.service import AgentService
 from agora_agent.web import agui, ai_sdk
-from agora_agent.web.access import authenticate
+from agora_agent.web.access import authenticate, warn_header_resolvers
 from agora_agent.web.deps import RouteContext
 from agora_agent.web.route_class import make_route_class
 from agora_agent.web.routes import (
@@ -55,6 +55,7 @@ def agent_router(config_or_service: AgentConfig | AgentService, *, ping_seconds:
         AgentService.from_config(config_or_service) if isinstance(config_or_service, AgentConfig) else config_or_service
     )
     config = service.config
+    warn_header_resolvers(config.actor_resolver, config.all_agents(), debug=config.debug)
 
     async def authenticate_caller(request: Request) -> Actor:
         return await authenticate(config.actor_resolver, request)

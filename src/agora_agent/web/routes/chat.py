@@ -18,7 +18,7 @@ from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
 from agora_agent.errors import InvalidRequestError, NotFoundError
 from agora_agent.governance.gate import Caller
-from agora_agent.web.access import authenticate
+from agora_agent.web.access import authenticate_for_agent
 from agora_agent.web.deps import CallerDep, ContextDep, ServiceDep, error_responses
 from agora_agent.web.route_class import resolves_own_identity, set_actor
 from agora_agent.web.schemas import AbortedResponse, ChatRequest
@@ -47,7 +47,8 @@ class ChatIdentity:
 
 
 async def chat_identity(request: Request, service: ServiceDep) -> ChatIdentity:
-    """Resolve the named agent once, then the caller with that agent's resolver (else the app's).
+    """Resolve the named agent once, then the caller: the app's resolver, and the agent's own when it has
+    one, which must agree with it (`web.access.authenticate_for_agent`).
 
     Runs before FastAPI validates the body, so an anonymous caller gets 401, never a 422.
     """
@@ -59,8 +60,7 @@ async def chat_identity(request: Request, service: ServiceDep) -> ChatIdentity:
         agent: AgentDefinition | None = service.agent(name)
     except NotFoundError:
         agent = None
-    resolver = (agent.actor_resolver if agent else None) or service.config.actor_resolver
-    actor = await authenticate(resolver, request)
+    actor = await authenticate_for_agent(service.config.actor_resolver, agent, request)
     set_actor(request, actor)
     return ChatIdentity(actor=actor, agent=agent)
 
@@ -75,7 +75,8 @@ async def chat(
     """Start a run and stream it as Server-Sent Events.
 
     The `X-Agent-Run-Id` and `X-Agent-Thread-Id` headers name the run and its thread, so a client can
-    re-attach or cancel. The caller's identity comes from the named agent's own resolver when it has one.
+    re-attach or cancel. The caller's identity is the app's resolver's, refined by the named agent's own
+    resolver when it has one (which must agree: same actor and tenant, no extra roles).
     """
     service = context.service
     agent = identity.agent or service.agent(body.agent)  # an unknown name raises the 404 naming the known ones
