@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar
 
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition, Persona, delegation_specs
@@ -75,6 +75,19 @@ if TYPE_CHECKING:
 __all__ = ["AgentService", "ChatStarted", "QuotaToday", "ThreadDetail"]
 
 logger = logging.getLogger("agora_agent")
+
+
+class _OwnedRow(Protocol):
+    """A stored run or thread: who it belongs to, and the tenant it was written in."""
+
+    @property
+    def actor_ref(self) -> str: ...
+
+    @property
+    def tenant_ref(self) -> str | None: ...
+
+
+_Row = TypeVar("_Row", bound=_OwnedRow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -790,21 +803,18 @@ class AgentService:
 
     async def _owned_run(self, caller: Caller, run_id: str) -> RunRecord:
         """The run if the caller may touch it: NotFoundError (unknown) / ForbiddenError (not covered)."""
-        run = await self.store.get_run(run_id)
-        if run is None:
-            raise NotFoundError("run not found")
-        if not (await self._ownership(caller, run.actor_ref, run.tenant_ref)).ok:
-            raise ForbiddenError("forbidden")
-        return run
+        return await self._owned(caller, "run", await self.store.get_run(run_id))
 
     async def _owned_thread(self, caller: Caller, thread_id: str) -> ThreadRecord:
         """The thread if the caller may touch it: NotFoundError (unknown, deleted) / ForbiddenError."""
-        thread = await self.store.get_thread(thread_id)
-        if thread is None:
-            raise NotFoundError("thread not found")
-        if not (await self._ownership(caller, thread.actor_ref, thread.tenant_ref)).ok:
+        return await self._owned(caller, "thread", await self.store.get_thread(thread_id))
+
+    async def _owned(self, caller: Caller, kind: str, row: _Row | None) -> _Row:
+        if row is None:
+            raise NotFoundError(f"{kind} not found")
+        if not (await self._ownership(caller, row.actor_ref, row.tenant_ref)).ok:
             raise ForbiddenError("forbidden")
-        return thread
+        return row
 
 
 def _standing(approval: ApprovalRecord) -> dict[str, Any]:
