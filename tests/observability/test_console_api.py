@@ -17,6 +17,7 @@ from agora_agent.testing import FakeModel, wait_for_tool_status
 from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web import create_app
 from tests.observability.test_events import ADMIN, ALICE, QuickRefund, Refund, lookup, script
+from tests.web.conftest import named_events
 
 from .conftest import ADMIN_H, BOB_H, asgi, serve, web_config
 
@@ -149,16 +150,7 @@ async def test_live_feed_pushes_changes_with_the_pending_count() -> None:
         client.stream("GET", "/agent/governance/live", headers=ADMIN_H) as response,
     ):
         assert response.status_code == 200
-        lines = response.aiter_lines()
-
-        async def next_event() -> tuple[str, dict[str, Any]]:
-            name = ""
-            async for line in lines:
-                if line.startswith("event: "):
-                    name = line[7:]
-                elif line.startswith("data: ") and name:
-                    return name, json.loads(line[6:])
-            raise AssertionError("stream ended")
+        next_event = named_events(response)
 
         assert await next_event() == ("hello", {"pendingApprovals": 0})
         started = await service.chat(ALICE, "reject")

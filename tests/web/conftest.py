@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -125,6 +126,22 @@ async def sse_events(response: httpx2.Response) -> list[tuple[str, str, str]]:
     from agora_agent.client.frames import parse_sse_text
 
     return parse_sse_text(response.text)
+
+
+def named_events(response: httpx2.Response) -> Callable[[], Awaitable[tuple[str, dict[str, Any]]]]:
+    """`next_event()` over a live SSE response: the next `(event name, JSON data)`; AssertionError at its end."""
+    lines = response.aiter_lines()
+
+    async def next_event() -> tuple[str, dict[str, Any]]:
+        name = ""
+        async for line in lines:
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: ") and name:
+                return name, json.loads(line[6:])
+        raise AssertionError("stream ended")
+
+    return next_event
 
 
 Waiter = Callable[[], Awaitable[None]]

@@ -17,7 +17,7 @@ from agora_agent.testing import wait_for_tool_status
 from agora_agent.web import create_app
 from tests.governance.test_scenarios import ALICE, BOB, GARY, ROOT, TINA, _headers, authorize
 
-from .conftest import make_config, refund_script, serve
+from .conftest import make_config, named_events, refund_script, serve
 
 ACME_ACTORS = {"alice"}
 
@@ -102,16 +102,7 @@ async def test_the_live_feed_of_a_tenant_admin_carries_only_its_tenant() -> None
         http.stream("GET", "/governance/live", headers=_headers(TINA)) as response,
     ):
         assert response.status_code == 200
-        lines = response.aiter_lines()
-
-        async def next_event() -> tuple[str, dict[str, Any]]:
-            name = ""
-            async for line in lines:
-                if line.startswith("event: "):
-                    name = line[7:]
-                elif line.startswith("data: ") and name:
-                    return name, json.loads(line[6:])
-            raise AssertionError("stream ended")
+        next_event = named_events(response)
 
         assert await asyncio.wait_for(next_event(), 10) == ("hello", {"pendingApprovals": 1})  # alice's, not bob's
         bob_run = (await service.chat(BOB, "refund order 2")).run_id
