@@ -113,6 +113,7 @@ async def test_budgets_edited_through_the_api_take_effect_on_the_next_chat(kind:
             assert entries[0].detail == {
                 "before": None,
                 "after": {"period": "day", "tokens": 50, "usd": None, "thresholds": [0.8]},
+                "tenant": None,
             }
             assert entries[1].detail["before"]["tokens"] == 50 and entries[1].detail["after"] is None
 
@@ -283,6 +284,16 @@ async def test_a_tenant_admin_edits_only_its_tenants_budgets() -> None:
         assert sorted((r["scope"], r["key"]) for r in usage) == [("actor", "alice"), ("tenant", "acme")]
         everyone = (await client.get(f"{BUDGETS}/usage", headers=ADMIN_H)).json()["rows"]
         assert ("actor", "gus") in {(r["scope"], r["key"]) for r in everyone}
+
+        audit = (await client.get("/agent/governance/audit", headers=acme_lead)).json()["records"]
+        changes = [(r["action"], r["target"], r["actor"]) for r in audit if r["kind"] != "tool_call"]
+        assert changes == [("budget.set", "tenant:acme", "ann"), ("budget.set", "actor:alice", "ann")]  # not bob's
+        everything = (await client.get("/agent/governance/audit", headers=ADMIN_H)).json()["records"]
+        assert [r["target"] for r in everything if r["kind"] != "tool_call"] == [
+            "actor:bob",
+            "tenant:acme",
+            "actor:alice",
+        ]
 
         assert (await chat(client, service)).status_code == 429  # alice: 90 of the 50 ann set
         # A rule bound to acme does not follow alice into another tenant.

@@ -445,6 +445,7 @@ async def put_budget_rule(
             detail={
                 "before": previous.audit_view() if previous is not None else None,
                 "after": stamped.audit_view(),
+                "tenant": rule.tenant_ref,  # a tenant admin's audit export shows the changes of its tenants
             },
         )
     )
@@ -462,7 +463,7 @@ async def delete_budget_rule(
                 actor_ref=actor_ref,
                 action="budget.delete",
                 target=f"{scope}:{key}",
-                detail={"before": previous.audit_view(), "after": None},
+                detail={"before": previous.audit_view(), "after": None, "tenant": previous.tenant_ref},
             )
         )
     return previous

@@ -93,8 +93,8 @@ async def audit(
     format: Annotated[Literal["json", "csv"], Query(description="json (default) or csv")] = "json",
 ) -> Response:
     """The audit of a range of UTC days (default: today): every tool call with its actor, arguments, policy
-    decision, requester, decider and reason, plus governance changes (prices, re-pricing). A tenant admin
-    gets their tenants' tool calls only: governance changes are global and need a global grant."""
+    decision, requester, decider and reason, plus governance changes (prices, re-pricing, budgets). A tenant
+    admin gets their tenants' tool calls and budget changes only: other governance changes are global."""
     first, last = from_ or datetime.now(UTC).date(), to or datetime.now(UTC).date()
     if first > last:
         first, last = last, first
@@ -107,7 +107,9 @@ async def audit(
     if audit_rows is None:
         return JSONResponse({"error": "this governance adapter does not support the audit export"}, status_code=501)
     rows: list[ToolCallAuditRow] = await audit_rows(start, end, scope=scope)
-    changes = await service.audit.entries(since=start, until=end) if scope is None else []
+    changes = await service.audit.entries(since=start, until=end)
+    if scope is not None:  # only changes that name a tenant in scope (budget rules); prices are global
+        changes = [e for e in changes if scope.covers(e.detail.get("tenant"))]
     records = audit_records(rows, changes)
     if format == "csv":
         name = f"agora-audit-{first.isoformat()}-{last.isoformat()}.csv"
