@@ -46,7 +46,7 @@ from agora_agent.governance.budgets import (
     put_budget_rule,
     resets_at,
 )
-from agora_agent.governance.gate import GovernanceScope, Grant
+from agora_agent.governance.gate import Caller, GovernanceScope, Grant
 from agora_agent.governance.quota import Budget
 from agora_agent.service import AgentService
 from agora_agent.web.deps import CallerDep, GrantDep, ServiceDep, error_responses
@@ -107,12 +107,15 @@ def _visible(rule: BudgetRule, grant: Grant) -> bool:
     return rule.key == ALL or grant.covers(rule.tenant_ref)
 
 
-def _may_edit(grant: Grant, rule: BudgetRule, existing: BudgetRule | None) -> None:
-    """ForbiddenError unless the grant covers the rule (and the one it replaces)."""
+async def _may_edit(
+    service: AgentService, caller: Caller, grant: Grant, rule: BudgetRule, existing: BudgetRule | None
+) -> None:
+    """ForbiddenError unless the grant covers the rule (and the one it replaces); `*` rules are global."""
+    if rule.key == ALL:
+        await service.global_grant(caller)  # everyone's budget is no one tenant's
+        return
     if not isinstance(grant, GovernanceScope):
         return
-    if rule.key == ALL:
-        raise ForbiddenError("the budget of everyone ('*') needs a global governance grant, not a tenant scope")
     if not grant.covers(rule.tenant_ref):
         what = "an actor rule needs the actor's tenant (tenantRef) inside your scope" if rule.scope == "actor" else ""
         raise ForbiddenError(what or f"tenant {rule.key!r} is outside your governance scope")
@@ -133,7 +136,7 @@ async def put_budget(
     raw = body.model_dump(by_alias=True, exclude_unset=True)
     rule = parse_rule(scope, key, raw)
     store = _rules(service)
-    _may_edit(grant, rule, await store.get(rule.scope, rule.key))
+    await _may_edit(service, caller, grant, rule, await store.get(rule.scope, rule.key))
     previous, stored = await put_budget_rule(store, service.audit, rule, actor_ref=caller.actor.id)
     await _changed(service, rule.scope, rule.key)
     return JSONResponse({"rule": stored.to_json(), "previous": previous.to_json() if previous else None})
@@ -147,7 +150,7 @@ async def delete_budget(service: ServiceDep, caller: CallerDep, grant: GrantDep,
     existing = await store.get(checked, key)
     if existing is None or not _visible(existing, grant):
         raise NotFoundError(f"no budget rule for {checked} {key!r}")
-    _may_edit(grant, existing, existing)
+    await _may_edit(service, caller, grant, existing, existing)
     previous = await delete_budget_rule(store, service.audit, checked, key, actor_ref=caller.actor.id)
     if previous is None:  # removed by someone else meanwhile
         raise NotFoundError(f"no budget rule for {checked} {key!r}")
