@@ -1,0 +1,43 @@
+"""The app process A of the cross-process recovery test: its run streams a sentence, then a tool that
+never returns (so the run is mid-tool when A is SIGKILLed). Environment: AGORA_TEST_STORE (a SQLite or
+PostgreSQL URL shared with process B)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from fastapi import FastAPI
+
+from agora_agent import AgentConfig, HeaderActorResolver, ToolContext, tool
+from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, sequence_script
+from agora_agent.web import create_app as create_agent_app
+
+LEASE = {"run_lease_interval": 0.2, "run_lease_ttl": 1.0}  # a dead owner is noticed within ~1 s
+
+
+@tool
+async def stuck(ctx: ToolContext) -> str:
+    """Never returns: the process dies while it runs."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def config(store: str | None = None) -> AgentConfig:
+    """The agent both processes serve, on the shared store."""
+    script = sequence_script(
+        ScriptedTurn(text="Working on it. ", tool_calls=[ToolCallRequest("stuck", {})]),
+        ScriptedTurn(text="never reached"),
+    )
+    return AgentConfig(
+        model=FakeModel(script),
+        tools=[stuck],
+        store=store or os.environ["AGORA_TEST_STORE"],
+        actor_resolver=HeaderActorResolver(),
+        **LEASE,
+    )
+
+
+def create_app() -> FastAPI:
+    """uvicorn factory (`--factory`)."""
+    return create_agent_app(config())
