@@ -195,3 +195,21 @@ async def test_demo_login_body_is_capped() -> None:
             assert huge.status_code == 413 and len(huge.content) < 200  # refused, not echoed
             long_name = await client.post("/demo/login", json={"user": "y" * 500})
             assert long_name.status_code == 422 and "y" * 100 not in long_name.text
+
+
+async def test_the_text_backslash_u0000_is_not_a_nul() -> None:
+    """Only a real NUL is refused: a message that quotes the escape (`\\u0000` as text) is ordinary text."""
+    import json
+
+    quoted = "what does \\u0000 mean in JSON?"
+    async with asgi_client(make_config()) as (client, _):
+        for text, status in ((quoted, 200), ("a\u0000b", 400), ("\\\u0000", 400)):
+            body = json.dumps({"message": text})
+            response = await client.post(
+                "/agent/chat", content=body, headers={**ALICE, "content-type": "application/json"}
+            )
+            assert response.status_code == status, (text, response.text[:200])
+            if status == 200:
+                thread_id = json.loads(response.text.split("data: ", 1)[1].split("\n", 1)[0])["threadId"]
+        thread = await client.get(f"/agent/threads/{thread_id}", headers=ALICE)
+        assert thread.json()["messages"][0]["content"] == quoted

@@ -18,6 +18,7 @@ handlers or middleware. So each route's handler is wrapped here, in this order:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -102,6 +103,10 @@ MAX_JSON_DEPTH = 64
 
 _UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
+# A JSON `\u0000` escape: preceded by an even number of backslashes (an odd number makes it the text
+# "\\u0000", e.g. a user asking what the escape means, which PostgreSQL stores fine).
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
 
 def _json_too_deep(body: bytes, limit: int) -> bool:
     """Whether `body` nests arrays/objects deeper than `limit` (strings skipped). Cheap: a body with
@@ -159,7 +164,7 @@ def _check_edge(request: Request, *, trusted_origins: frozenset[str], json_body:
     media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaTypeError(f"Content-Type must be application/json, got {media or 'none'}")
-    if b"\\u0000" in body:
+    if b"\\u0000" in body and _NUL_ESCAPE.search(body):
         raise BadRequestError("NUL characters (\\u0000) are not allowed in the request body")
     if _json_too_deep(body, MAX_JSON_DEPTH):
         raise BadRequestError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
