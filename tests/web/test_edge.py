@@ -213,3 +213,18 @@ async def test_the_text_backslash_u0000_is_not_a_nul() -> None:
                 thread_id = json.loads(response.text.split("data: ", 1)[1].split("\n", 1)[0])["threadId"]
         thread = await client.get(f"/agent/threads/{thread_id}", headers=ALICE)
         assert thread.json()["messages"][0]["content"] == quoted
+
+
+async def test_an_identity_longer_than_the_store_keeps_is_a_400_on_postgresql(postgres_url: str) -> None:
+    """An actor id or tenant ref the resolver accepted but no store column can hold (255 characters):
+    a 400 that says so, on every route (it was a 500 on PostgreSQL for `POST /chat`)."""
+    from .conftest import hdr
+
+    await (await open_sql_backend(postgres_url, auto_create_tables=True)).close()
+    async with asgi_client(make_config(store=postgres_url)) as (client, _):
+        for headers in (hdr("a" * 256), hdr("alice", tenant="t" * 256)):
+            chat = await client.post("/agent/chat", json={"message": "hi"}, headers=headers)
+            assert chat.status_code == 400 and "255 characters" in chat.json()["error"], chat.text[:200]
+            threads = await client.get("/agent/threads", headers=headers)
+            assert threads.status_code == 400 and "255 characters" in threads.json()["error"]
+        assert (await client.post("/agent/chat", json={"message": "hi"}, headers=hdr("a" * 255))).status_code == 200

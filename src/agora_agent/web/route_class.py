@@ -79,8 +79,18 @@ def current_actor(request: Request) -> Actor:
     return actor
 
 
+MAX_REF_CHARS = 255
+"""Longest actor id / tenant ref a request may carry: the width of the stores' reference columns."""
+
+
 def set_actor(request: Request, actor: Actor) -> None:
-    """Record the resolved actor on the request (for endpoints that resolve identity themselves)."""
+    """Record the resolved actor on the request (for endpoints that resolve identity themselves).
+
+    BadRequestError when its id or tenant ref is longer than `MAX_REF_CHARS`: a resolver may pass a
+    client-chosen value through (a header, a token claim), and PostgreSQL would refuse to store it."""
+    for name, value in (("actor id", actor.id), ("tenant ref", actor.tenant_ref)):
+        if value is not None and len(value) > MAX_REF_CHARS:
+            raise BadRequestError(f"the {name} is longer than {MAX_REF_CHARS} characters")
     setattr(request.state, _ACTOR_STATE, actor)
 
 
