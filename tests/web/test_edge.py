@@ -228,3 +228,12 @@ async def test_an_identity_longer_than_the_store_keeps_is_a_400_on_postgresql(po
             threads = await client.get("/agent/threads", headers=headers)
             assert threads.status_code == 400 and "255 characters" in threads.json()["error"]
         assert (await client.post("/agent/chat", json={"message": "hi"}, headers=hdr("a" * 255))).status_code == 200
+
+
+async def test_the_last_day_of_the_calendar_is_a_day_like_any_other() -> None:
+    config = make_config(governance_authorize=is_admin)
+    async with asgi_client(config) as (client, _):
+        for fmt in ("json", "csv"):
+            params = {"from": "9999-12-31", "to": "9999-12-31", "format": fmt}
+            audit = await client.get("/agent/governance/audit", params=params, headers=ADMIN)
+            assert audit.status_code == 200, audit.text[:200]  # was a 500 (the day after it overflowed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time
 from enum import Enum
 from typing import Annotated, Any, Literal
 
@@ -101,7 +101,7 @@ async def audit(
     if (last - first).days > 366:
         raise InvalidRequestError("the audit export covers at most 366 days; narrow from/to")
     start = datetime.combine(first, time.min, tzinfo=UTC)
-    end = datetime.combine(last, time.min, tzinfo=UTC) + timedelta(days=1) - timedelta(microseconds=1)
+    end = datetime.combine(last, time.max, tzinfo=UTC)  # not "next midnight - 1 µs": 9999-12-31 has none
     queries = _queries(service)
     audit_rows = getattr(queries, "audit_rows", None)
     if audit_rows is None:
