@@ -61,6 +61,10 @@ async def test_cookie_requests_from_another_site_are_refused() -> None:
         assert (await post(origin="https://admin.example")).status_code == 404
         assert (await post(**{"sec-fetch-site": "same-origin"})).status_code == 404
         assert (await post()).status_code == 404
+        # behind a proxy that rewrites Host (nginx's default), the browser's own verdict decides
+        assert (await post(origin="https://app.example", **{"sec-fetch-site": "same-origin"})).status_code == 404
+        assert (await post(origin="https://admin.example", **{"sec-fetch-site": "cross-site"})).status_code == 404
+        assert (await post(origin="https://evil.example", **{"sec-fetch-site": "cross-site"})).status_code == 403
         # header-authenticated callers carry no ambient credential: Origin does not matter
         no_cookie = await client.post(
             "/agent/tool-call/approve", json={"runId": "r", "toolCallId": "c"}, headers={**ALICE, "origin": "https://x"}

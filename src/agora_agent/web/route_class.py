@@ -147,20 +147,26 @@ def _json_too_deep(body: bytes, limit: int) -> bool:
 def _check_origin(request: Request, trusted_origins: frozenset[str]) -> None:
     """Cookie-authenticated unsafe requests must come from this site (or a trusted origin): a cookie
     is sent by the browser on cross-site requests too, so without this a page elsewhere could start
-    runs or queue an approval of its choosing."""
+    runs or queue an approval of its choosing.
+
+    A browser's `Sec-Fetch-Site` (which no page can set) decides when present: behind a proxy that
+    rewrites `Host` (nginx's default) `Origin` would never match it. Without fetch metadata (older
+    browsers) `Origin` must name this host."""
     if request.method not in _UNSAFE or "cookie" not in request.headers:
         return
     origin = request.headers.get("origin")
-    if origin is not None and origin != "null":
-        host = request.headers.get("host", "")
-        if origin in trusted_origins or origin.split("://", 1)[-1] == host:
-            return
-        raise ForbiddenError(
-            f"cross-site request refused: origin {origin} is not trusted (AgentConfig.trusted_origins)"
-        )
+    if origin is not None and origin in trusted_origins:
+        return
     site = request.headers.get("sec-fetch-site")
-    if origin == "null" or (site is not None and site not in ("same-origin", "none")):
-        raise ForbiddenError("cross-site request refused (Sec-Fetch-Site: " + (site or "null origin") + ")")
+    if site is not None:
+        if site in ("same-origin", "none"):
+            return
+        raise ForbiddenError(f"cross-site request refused (Sec-Fetch-Site: {site}; AgentConfig.trusted_origins)")
+    if origin is None:
+        return  # no browser metadata at all: curl or a script, whose cookie is its own
+    if origin != "null" and origin.split("://", 1)[-1] == request.headers.get("host", ""):
+        return
+    raise ForbiddenError(f"cross-site request refused: origin {origin} is not trusted (AgentConfig.trusted_origins)")
 
 
 def _check_edge(request: Request, *, trusted_origins: frozenset[str], json_body: bool) -> None:
