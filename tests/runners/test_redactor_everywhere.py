@@ -32,7 +32,7 @@ async def test_no_view_shows_the_raw_argument(tmp_path: Path) -> None:
         }
         pending = await wait_for_tool_status(service, parked.run_id)
         await service.approve(SUPPORT, parked.run_id, pending.tool_call_id)
-        await service.wait_for_run(parked.run_id)
+        await service.wait_for_run(SUPPORT, parked.run_id)
         run, thread = parked.run_id, parked.thread_id
         for name, path in {
             "thread": f"/agent/threads/{thread}",

@@ -118,7 +118,32 @@ def create_engine_from_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
         return engine
     # No pre-ping on checkout (a round trip per transaction): a connection the server dropped fails its first
     # statement, SQLAlchemy invalidates it, and `retry_transient` runs the transaction again on a fresh one.
-    return create_async_engine(target, **options)
+    engine = create_async_engine(target, **options)
+    sa.event.listen(engine.sync_engine, "before_cursor_execute", _replace_nul, retval=True)
+    return engine
+
+
+def _without_nul(row: Any) -> Any:
+    if isinstance(row, dict):
+        if not any(isinstance(v, str) and "\x00" in v for v in row.values()):
+            return row
+        return {k: v.replace("\x00", "\ufffd") if isinstance(v, str) else v for k, v in row.items()}
+    if isinstance(row, tuple | list):
+        if not any(isinstance(v, str) and "\x00" in v for v in row):
+            return row
+        return type(row)(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
+    return row
+
+
+def _replace_nul(
+    _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, executemany: bool
+) -> tuple[str, Any]:
+    """PostgreSQL refuses a NUL character in text ("invalid byte sequence"), and a model's reply, a tool's
+    error or an MCP tool name may hold one: each becomes U+FFFD rather than failing the run or the request.
+    (JSON values are already serialised by here, with NUL escaped as `\\u0000`, which `json` columns keep.)"""
+    if executemany and isinstance(parameters, list):
+        return statement, [_without_nul(row) for row in parameters]
+    return statement, _without_nul(parameters)
 
 
 def _make_parent_dir(database: str) -> None:
