@@ -1,8 +1,9 @@
 """A run streamed from another process ends when its own process dies (issue #17).
 
-Process A (a real uvicorn process, tests/streaming/stuck_app.py) runs the agent; its frames live in
-A's memory. A client re-attaches to the run through process B (another service on the same database):
-B holds none of the frames, so it follows the stored transcript. Then A is SIGKILLed mid-tool. B's
+Process A (a real uvicorn process, tests/streaming/stuck_app.py) runs the agent. A client re-attaches to
+the run through process B (another service on the same database): with the default in-memory sink B
+holds none of the frames and follows the stored transcript; with Redis it reads A's stream there. Then
+A is SIGKILLed mid-tool. B's
 lease tick sees A's lease lapse, recovers the run, and the client's stream from B must get the
 terminal error frame and end — never hang.
 """
@@ -41,14 +42,21 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         yield url
 
 
+@pytest.fixture(params=["memory", "redis"])
+def stream_via(request: pytest.FixtureRequest) -> str | None:
+    """Where the frames live: A's memory (B follows the stored transcript) or Redis (B reads A's stream)."""
+    return request.getfixturevalue("redis_prefix") if request.param == "redis" else None
+
+
 @pytest.fixture
-def process_a(store_url: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def process_a(store_url: str, stream_via: str | None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Process A serving the agent on uvicorn; yields (base URL, process)."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "tests.streaming.stuck_app:create_app", "--factory", "--port", str(port)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "AGORA_TEST_STORE": store_url},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "AGORA_TEST_STORE": store_url}
+        | ({"AGORA_TEST_REDIS_PREFIX": stream_via} if stream_via else {}),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -100,7 +108,7 @@ def start_run(base: str) -> str:
 
 @pytest.mark.slow
 async def test_a_stream_followed_from_another_process_ends_when_the_owner_dies(
-    store_url: str, process_a: tuple[str, subprocess.Popen[bytes]]
+    store_url: str, stream_via: str | None, process_a: tuple[str, subprocess.Popen[bytes]]
 ) -> None:
     base_a, proc_a = process_a
     run_id = await asyncio.to_thread(start_run, base_a)
@@ -123,9 +131,10 @@ async def test_a_stream_followed_from_another_process_ends_when_the_owner_dies(
                         got_transcript.set()
                     event = "message"
 
-    async with serve(create_app(config(store=store_url))) as base_b:  # process B, same database
+    app_b = create_app(config(store=store_url, redis_prefix=stream_via))  # process B: same database (and Redis)
+    async with serve(app_b) as base_b:
         follower = asyncio.create_task(follow(base_b))
-        await asyncio.wait_for(got_transcript.wait(), 10)  # B follows A's live run from the store
+        await asyncio.wait_for(got_transcript.wait(), 10)  # B follows A's live run
         assert not follower.done()  # A is alive: the run is still going, so is the stream
         proc_a.send_signal(signal.SIGKILL)
         killed_at = time.monotonic()

@@ -50,6 +50,37 @@ async def test_a_second_process_resumes_after_last_event_id_and_stops_at_the_end
         await reader_side.aclose()
 
 
+async def test_a_writer_opened_in_another_process_continues_the_numbering(redis_prefix: str) -> None:
+    """What recovery does: process B closes a run whose frames process A wrote. Its frames must come after
+    A's, or a follower that saw A's frames drops them as already seen (the error frame never showed)."""
+    from agora_agent.streaming.frames import ErrorFrame
+
+    a, b = RedisTokenSink(URL, prefix=redis_prefix), RedisTokenSink(URL, prefix=redis_prefix)
+    try:
+        first = await a.open("r1")
+        for i in range(3):
+            await first.write(TextFrame(delta=f"t{i} "))
+        await asyncio.sleep(0.1)  # flushed
+        got: list[StreamEvent] = []
+
+        async def follow() -> None:
+            async for event in b.subscribe("r1"):
+                got.append(event)
+
+        follower = asyncio.create_task(follow())
+        await asyncio.sleep(0.2)
+        recovering = await b.open("r1")
+        assert await recovering.write(ErrorFrame(message="interrupted", code="run_interrupted")) == 4
+        await recovering.end()
+        await asyncio.wait_for(follower, 5)
+        assert [e.id for e in got] == [1, 2, 3, 4] and isinstance(got[-1].frame, ErrorFrame)
+        assert [e.id async for e in a.subscribe("r1", after=3)] == [4]  # a late re-attach sees it too
+        assert await (await b.open("r1")).write(TextFrame(delta="late")) == 4  # an ended stream takes nothing
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
 async def test_fifty_followers_share_one_blocking_connection(redis_prefix: str) -> None:
     sink = RedisTokenSink(URL, prefix=redis_prefix, block_ms=2000)
     try:

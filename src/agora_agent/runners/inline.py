@@ -38,6 +38,7 @@ from agora_agent.secrets import scrub_secrets
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter, TokenSink
+from agora_agent.streaming.transcript import tool_frame
 
 if TYPE_CHECKING:
     from agora_agent.governance.quota import QuotaStore
@@ -159,7 +160,8 @@ class InlineRunner:
 
     async def start(self, run: RunInput) -> str:
         """Schedule the run and return its id at once (the caller claimed it with `claim`)."""
-        await self.sink.open(run.run_id)  # create the buffer now so an early subscriber replays from frame 1
+        if isinstance(self.sink, MemoryTokenSink):  # a shared sink's stream appears with its first frame
+            await self.sink.open(run.run_id)  # create the buffer now so an early subscriber replays from frame 1
         task = asyncio.create_task(self._execute(run), name=f"agora-run-{run.run_id}")
         self._tasks[run.run_id] = task
         task.add_done_callback(partial(self._forget, run.run_id))
@@ -230,7 +232,8 @@ class InlineRunner:
         moves a row to the same final state. Returns whether this call ended the run.
         """
         store = self.store
-        for call in await store.list_tool_calls(run_id=record.id):
+        calls = await store.list_tool_calls(run_id=record.id)
+        for call in calls:
             if call.status == "started":
                 await store.update_tool_call(
                     record.id, call.id, ToolCallPatch(status="unknown_after_crash", error=UNKNOWN_AFTER_CRASH)
@@ -260,6 +263,10 @@ class InlineRunner:
         # a re-attach elsewhere replays the stored transcript, which ends with the same error.
         if not isinstance(self.sink, MemoryTokenSink) or await self.sink.has_stream(record.id):
             writer = await self.sink.open(record.id)
+            open_calls = {c.id for c in calls if c.status in ("started", "pending_approval")}
+            for row in await store.list_tool_calls(run_id=record.id):  # each call closed here: its final word
+                if row.id in open_calls:
+                    await writer.write(tool_frame(row))
             await writer.write(ErrorFrame(message=reason, code="run_interrupted"))
             await writer.end()
         return ended

@@ -175,8 +175,22 @@ class RedisTokenSink:
     # -- writing -------------------------------------------------------------------------------------
 
     async def open(self, run_id: str) -> _Writer:
-        """A writer numbering frames from 1 (the inline runner's `TokenSink` contract)."""
-        return _Writer(self, run_id)
+        """A writer numbering frames from 1, or after the last frame of a stream that already exists —
+        another process's, when this one closes a run whose process died (recovery's error frame must come
+        after what the run wrote, or followers drop it as seen); an ended stream's writer drops writes,
+        like `MemoryTokenSink`'s."""
+        writer = _Writer(self, run_id)
+        try:
+            last = await self._client().xrevrange(self.key(run_id), "+", "-", count=2)
+        except (RedisError, OSError):
+            return writer  # Redis down: writes are dropped anyway (see _flush)
+        if last and "end" in last[0][1]:
+            writer._ended = True
+        for _entry_id, fields in last:
+            if "seq" in fields:
+                writer._seq = int(fields["seq"])
+                break
+        return writer
 
     def publish(self, run_id: str, event: StreamEvent) -> None:
         """Queue a frame with its (caller-given) id; never waits for Redis."""

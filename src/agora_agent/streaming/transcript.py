@@ -27,7 +27,7 @@ from agora_agent.streaming.frames import (
     ToolFrameStatus,
 )
 
-__all__ = ["follow_transcript", "transcript_frames"]
+__all__ = ["follow_transcript", "tool_frame", "transcript_frames"]
 
 _STATUS: dict[str, ToolFrameStatus] = {
     "started": "started",
@@ -40,7 +40,8 @@ _STATUS: dict[str, ToolFrameStatus] = {
 }
 
 
-def _tool_frame(row: ToolCallRecord) -> ToolFrame:
+def tool_frame(row: ToolCallRecord) -> ToolFrame:
+    """The stream frame of a stored tool call (its latest status; `unknown_after_crash` shows as failed)."""
     error = row.error
     if row.status == "unknown_after_crash" and not error:
         error = "interrupted: the outcome of this call is unknown"
@@ -69,7 +70,7 @@ async def transcript_frames(store: AgentStore, run_id: str) -> tuple[list[Frame]
         for call in message.tool_calls or ():
             row = rows.get(call.id)
             if row is not None:
-                frames.append(_tool_frame(row))
+                frames.append(tool_frame(row))
                 frames.extend(
                     ComponentFrame(name=c["name"], data=c.get("data"), id=c.get("id")) for c in row.components or ()
                 )
