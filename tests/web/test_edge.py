@@ -241,3 +241,27 @@ async def test_the_last_day_of_the_calendar_is_a_day_like_any_other() -> None:
             params = {"from": "9999-12-31", "to": "9999-12-31", "format": fmt}
             audit = await client.get("/agent/governance/audit", params=params, headers=ADMIN)
             assert audit.status_code == 200, audit.text[:200]  # was a 500 (the day after it overflowed)
+
+
+async def test_a_price_jump_too_large_to_measure_is_a_422_not_a_500() -> None:
+    """Found by schemathesis: the sanity bound's ratio overflowed to inf, and the 422 body carrying it could
+    not be written as JSON — the error response itself became a 500."""
+    async with asgi_client(make_config(governance_authorize=is_admin)) as (client, _):
+
+        async def price(value: float) -> httpx2.Response:
+            body = {"modelId": "m", "inputPricePer1m": value, "outputPricePer1m": 1}
+            return await client.post("/agent/governance/pricing", json=body, headers=ADMIN)
+
+        assert (await price(0.1)).status_code == 200
+        jump = await price(6.69e307)
+        assert jump.status_code == 422 and "sanity bound" in jump.json()["error"], jump.text[:200]
+
+
+def test_an_error_whose_detail_json_cannot_carry_still_answers_its_own_status() -> None:
+    import json
+
+    from agora_agent.errors import InvalidRequestError
+    from agora_agent.web.errors import error_response
+
+    response = error_response(InvalidRequestError("bad price", detail={"ratio": float("inf")}))
+    assert response.status_code == 422 and json.loads(bytes(response.body)) == {"error": "bad price"}

@@ -7,6 +7,8 @@ refused unless the caller confirms it (`confirm: true` in the API; the console a
 
 from __future__ import annotations
 
+from math import inf
+
 from agora_agent.errors import InvalidRequestError
 from agora_agent.governance.audit import AuditEntry, AuditLog
 from agora_agent.governance.pricing import ModelPrice, PricingStore
@@ -37,7 +39,8 @@ def check_price_change(current: ModelPrice | None, new: ModelPrice, *, confirm: 
                 f'the {label} price of "{new.model_id}" would change from ${old:g} to ${value:g} per 1M tokens '
                 f"({ratio:.3g}× the current price, beyond the {SANITY_FACTOR:g}× sanity bound); "
                 'if that is right, send it again with "confirm": true',
-                detail={"field": attr, "current": old, "requested": value, "ratio": ratio},
+                # an overflowed ratio (a price near the float limit) is inf, which JSON cannot carry
+                detail={"field": attr, "current": old, "requested": value, "ratio": ratio if ratio < inf else None},
             )
 
 

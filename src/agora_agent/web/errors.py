@@ -119,7 +119,11 @@ def error_response(exc: BaseException, *, debug: bool = False, headers: dict[str
     body: dict[str, Any] = {"error": message}
     if detail:
         body["detail"] = detail
-    return JSONResponse(body, status_code=status, headers=headers)
+    try:
+        return JSONResponse(body, status_code=status, headers=headers)
+    except (TypeError, ValueError):  # a detail JSON cannot carry (inf, an object): the message still must
+        logger.warning("error detail dropped, not JSON-serialisable: %r", detail)
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 def validation_error_response(exc: RequestValidationError) -> JSONResponse:
