@@ -140,6 +140,9 @@ async def test_a_stream_followed_from_another_process_ends_when_the_owner_dies(
         killed_at = time.monotonic()
         await asyncio.wait_for(follower, 20)  # never a hang: B recovers the run and the stream ends
         ended_after = time.monotonic() - killed_at
+    sink = app_b.state.agent_service.config.sink
+    if sink is not None:
+        await sink.aclose()  # the service leaves a sink it was given open (its owner closes it)
 
     events = [event for event, _ in seen]
     assert events[0] == "meta" and events[-1] == "done", events
