@@ -18,6 +18,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from agora_agent.actors import Actor, CallableActorResolver
+from agora_agent.governance.quota import Budget
 from agora_agent.stores.attachments import FilesystemAttachmentStore
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.web import create_app
@@ -156,8 +157,11 @@ async def test_nul_bytes_are_4xx_on_every_route_on_postgresql(postgres_url: str,
     design — because httpx's ASGI transport buffers a whole response before returning it. Nothing in
     the server was stuck (every other route answered; the feed ends at shutdown)."""
     await (await open_sql_backend(postgres_url, auto_create_tables=True)).close()
-    config = make_config(
-        store=postgres_url, governance_authorize=is_admin, attachment_staging=FilesystemAttachmentStore(tmp_path)
+    config = make_config(  # every route mounted: governance, pricing, budgets, uploads
+        store=postgres_url,
+        governance_authorize=is_admin,
+        attachment_staging=FilesystemAttachmentStore(tmp_path),
+        budget=Budget(tokens_per_actor=10**9),
     )
     app = create_app(config)
     spec = app.openapi()

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from agora_agent.governance.quota import Budget
 from agora_agent.stores.attachments import FilesystemAttachmentStore
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.web import create_app
@@ -52,6 +53,8 @@ def seed(base: str) -> dict[str, str]:
         "chat_id": meta["threadId"],
         "message_id": thread["messages"][0]["id"],
         "media_id": media["mediaId"],
+        "scope": "actor",  # a budget rule's address
+        "key": "alice",
     }
 
 
@@ -119,6 +122,7 @@ def test_no_server_errors(backend: str, request: pytest.FixtureRequest, tmp_path
         store=url,
         governance_authorize=is_admin,
         attachment_staging=FilesystemAttachmentStore(tmp_path / "uploads"),
+        budget=Budget(tokens_per_actor=10**9),  # mounts the budget routes too
     )
     with serve_in_thread(create_app(config)) as base:
         operations, failures = fuzz(base)
