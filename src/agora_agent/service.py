@@ -678,15 +678,18 @@ class AgentService:
             return await self.store.list_pending_approvals(actor_ref=who.actor.id, limit=limit)
         if grant is True:
             return await self.store.list_pending_approvals(actor_ref=actor_ref, limit=limit)
-        # A tenant scope: the store lists by requester only, so filter by each run's stored tenant.
-        rows = await self.store.list_pending_approvals(actor_ref=actor_ref, limit=max(limit, 500))
+        # A tenant scope: the store lists by requester only; the governance queries filter by the run's tenant.
+        if self.governance_queries is not None:
+            rows = await self.governance_queries.pending_approvals(actor=actor_ref, limit=limit, scope=grant)
+            found = [await self.store.get_approval(r.run_id, r.tool_call_id) for r in rows if r.run_id]
+            return [a for a in found if a is not None and a.status == "pending"]
+        pending = await self.store.list_pending_approvals(actor_ref=actor_ref, limit=max(limit, 500))
         tenants: dict[str, str | None] = {}
-        for row in rows:
+        for row in pending:
             if row.run_id not in tenants:
                 run = await self.store.get_run(row.run_id)
                 tenants[row.run_id] = run.tenant_ref if run is not None else None
-        mine = [r for r in rows if r.requested_by == who.actor.id or grant.covers(tenants[r.run_id])]
-        return mine[:limit]
+        return [r for r in pending if grant.covers(tenants[r.run_id])][:limit]
 
     async def cancel(self, caller: Actor | Caller, run_id: str) -> bool:
         """Cancel a run: its model call or tool is cancelled, it ends `cancelled`, its stream ends.
