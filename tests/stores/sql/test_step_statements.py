@@ -1,7 +1,10 @@
-"""What one governed model step costs the database on SQLite, counted with SQLAlchemy events (issue #18).
+"""What one governed model step costs the database on SQLite and PostgreSQL, counted with SQLAlchemy events
+(issue #18).
 
 The counts are the budget: a change that adds a statement or a transaction to the hot path fails here, so
 the gain does not erode silently. Lower is fine (update the numbers down). Timing is never asserted.
+On PostgreSQL what a unit costs is its round trips: each statement is one, and a transaction adds two
+(BEGIN, COMMIT); a unit run in autocommit (one statement, or a read) has none of those two.
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ STEP_TRANSACTIONS = 4
 RUN_STATEMENTS = 34
 RUN_TRANSACTIONS = 14
 RUN_WRITE_TRANSACTIONS = 9
+# PostgreSQL: every unit of a tool-calling step is ONE statement in autocommit — the reservation, the assistant
+# step (settle + message + thread bump + usage row + rollup as data-modifying CTEs), the tool call's start and
+# its result — so a step is four round trips (it was nineteen: 11 statements in 4 BEGIN/COMMIT transactions).
+PG_STEP_STATEMENTS = 4
+PG_STEP_TRANSACTIONS = 0
+# The whole run: the same units as on SQLite, each ONE statement — the run start with its rollup and active
+# stream, the user message with the thread bump, the run end with title, compare-and-set and rollup — and the
+# reads in autocommit: not one BEGIN/COMMIT.
+PG_RUN_STATEMENTS = 16
+PG_RUN_TRANSACTIONS = 0
 
 
 @tool
@@ -57,9 +70,16 @@ def script(request: ModelRequest, _index: int) -> ScriptedTurn:
 @dataclass
 class Counts:
     statements: int = 0
-    transactions: int = 0
+    transactions: int = 0  # real ones: BEGIN … COMMIT (not autocommit)
     write_transactions: int = 0
     through_async_engine: int = 0
+
+    def __sub__(self, other: Counts) -> Counts:
+        return Counts(
+            statements=self.statements - other.statements,
+            transactions=self.transactions - other.transactions,
+            write_transactions=self.write_transactions - other.write_transactions,
+        )
 
 
 @contextmanager
@@ -75,8 +95,11 @@ def counting(engines: dict[str, sa.Engine]) -> Iterator[Counts]:
                 counts.through_async_engine += 1
 
         def on_begin(conn: sa.Connection) -> None:
+            options = conn.get_execution_options()
+            if options.get("isolation_level") == "AUTOCOMMIT":
+                return  # the driver sends no BEGIN/COMMIT: the statement commits by itself
             counts.transactions += 1
-            counts.write_transactions += bool(conn.get_execution_options().get(WRITE, False))
+            counts.write_transactions += bool(options.get(WRITE, False))
 
         return on_statement, on_begin
 
@@ -92,12 +115,16 @@ def counting(engines: dict[str, sa.Engine]) -> Iterator[Counts]:
             sa.event.remove(engine, "begin", attached[name][1])
 
 
-async def test_one_governed_step_stays_within_its_statement_and_transaction_budget(tmp_path: Path) -> None:
-    backend = await open_sql_backend(f"sqlite:///{tmp_path / 'agent.db'}")
+async def _step_and_run_counts(url: str) -> tuple[Counts, Counts]:
+    """(one tool step, a whole run with one tool step) on a thread that already had a run."""
+    backend = await open_sql_backend(url, auto_create_tables=True)
     budget = Budget(tokens_per_actor=10**9)
     config = AgentConfig(model=FakeModel(script), tools=[add], store=backend.store, quota=backend.quota(budget))
     actor = Actor("alice", roles=("user",))
-    engines = {"async": backend.engine.sync_engine, "units": units_for(backend.engine).sync_engine}
+    engines = {"async": backend.engine.sync_engine}
+    units = units_for(backend.engine).sync_engine
+    if units is not backend.engine.sync_engine:
+        engines["units"] = units
     try:
         async with AgentService.from_config(config) as service:
             first = await service.chat(actor, "1")
@@ -115,16 +142,21 @@ async def test_one_governed_step_stays_within_its_statement_and_transaction_budg
             calls = await service.store.list_tool_calls(thread_id=first.thread_id)
     finally:
         await backend.close()
-
     assert [c.status for c in calls] == ["executed"] * 4  # the counted runs did their work
-    step = Counts(
-        statements=two.statements - one.statements,
-        transactions=two.transactions - one.transactions,
-        write_transactions=two.write_transactions - one.write_transactions,
-    )
+    return two - one, one
+
+
+async def test_one_governed_step_stays_within_its_statement_and_transaction_budget(tmp_path: Path) -> None:
+    step, one = await _step_and_run_counts(f"sqlite:///{tmp_path / 'agent.db'}")
     assert step.statements <= STEP_STATEMENTS and step.transactions <= STEP_TRANSACTIONS, step
     assert step.write_transactions == step.transactions  # a model step only writes
     assert one.statements <= RUN_STATEMENTS and one.transactions <= RUN_TRANSACTIONS, one
     assert one.write_transactions <= RUN_WRITE_TRANSACTIONS, one
     # The hot path never goes through aiosqlite (a thread hop per statement): every unit is the store's own.
-    assert one.through_async_engine == 0 and two.through_async_engine == 0, (one, two)
+    assert one.through_async_engine == 0, one
+
+
+async def test_a_governed_step_on_postgresql_is_four_round_trips_and_no_transaction(postgres_url: str) -> None:
+    step, one = await _step_and_run_counts(postgres_url)
+    assert step.statements <= PG_STEP_STATEMENTS and step.transactions <= PG_STEP_TRANSACTIONS, step
+    assert one.statements <= PG_RUN_STATEMENTS and one.transactions <= PG_RUN_TRANSACTIONS, one

@@ -23,13 +23,21 @@ class SqlLeaseStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._writer = engine.execution_options(**{WRITE: True})
+        # PostgreSQL: a one-statement write runs in autocommit (no BEGIN/COMMIT round trips); see units.py.
+        self._single = (
+            engine.execution_options(isolation_level="AUTOCOMMIT", **{WRITE: True})
+            if engine.dialect.name == "postgresql"
+            else self._writer
+        )
 
     def _insert(self, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
         return (postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)(table)
 
-    async def _write(self, work: Callable[[AsyncConnection], object]) -> None:
+    async def _write(self, work: Callable[[AsyncConnection], object], *, one_statement: bool = False) -> None:
+        source = self._single if one_statement else self._writer
+
         async def attempt() -> None:
-            async with self._writer.begin() as conn:
+            async with source.begin() as conn:
                 await work(conn)  # type: ignore[misc]
 
         await retry_transient(attempt)
@@ -44,7 +52,7 @@ class SqlLeaseStore:
         stmt = stmt.on_conflict_do_update(
             index_elements=[process.c.id], set_={"heartbeat_at": now, "expires_at": expires}
         )
-        await self._write(lambda conn: conn.execute(stmt))
+        await self._write(lambda conn: conn.execute(stmt), one_statement=True)
 
     async def release(self, owner_id: str) -> None:
         """Delete the lease (clean shutdown): this process's runs were closed by its runner."""
@@ -54,7 +62,7 @@ class SqlLeaseStore:
         """Record the owner of a run started here (idempotent)."""
         stmt = self._insert(run_owner).values(run_id=run_id, owner_id=owner_id, claimed_at=datetime.now(UTC))
         stmt = stmt.on_conflict_do_update(index_elements=[run_owner.c.run_id], set_={"owner_id": owner_id})
-        await self._write(lambda conn: conn.execute(stmt))
+        await self._write(lambda conn: conn.execute(stmt), one_statement=True)
 
     async def take_over(self, run_id: str, owner_id: str, previous: str | None) -> bool:
         """Compare-and-set the owner: True only for the one process that moved it from `previous`."""

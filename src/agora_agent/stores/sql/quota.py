@@ -51,6 +51,7 @@ from agora_agent.governance.quota import (
     watch_rows,
 )
 from agora_agent.stores.sql.budgets import SqlBudgetRuleStore, ledger_totals, rules_for_in
+from agora_agent.stores.sql.pg_steps import reserve_statement
 from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation
 from agora_agent.stores.sql.units import units_for
 
@@ -182,11 +183,31 @@ def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: in
         return  # settled or released already: settling twice must not double-count
     amounts = {"_reserved_tokens": reservation.tokens, "_reserved_usd": reservation.usd, "_tokens": tokens, "_usd": usd}
     used: dict[tuple[str, str, str], tuple[int, float]] = {}
-    for entry in reservation.scopes:
-        counter = unpack_scope(entry, reservation.period_key)
+    for counter in settled_counters(reservation):
         row = conn.execute(_SETTLE, {**_key(*counter), **amounts}).first()
         if row is not None:
             used[counter] = (int(row[0]), float(row[1]))
+    claim_crossings(conn, reservation, tokens, usd, used)
+
+
+def settled_counters(reservation: Reservation) -> list[tuple[str, str, str]]:
+    """The (scope, key, period key) counters a settle of `reservation` moves."""
+    return [unpack_scope(entry, reservation.period_key) for entry in reservation.scopes]
+
+
+def claim_crossings(
+    conn: sa.Connection,
+    reservation: Reservation,
+    tokens: int,
+    usd: float,
+    used: dict[tuple[str, str, str], tuple[int, float]],
+) -> None:
+    """Claim the thresholds the settled counters' `used` values reached (after the settle, on `conn`).
+
+    On PostgreSQL `record_model_step` settles in one autocommit statement and claims right after it, in the
+    same store call: a crash in between leaves the threshold unclaimed, and the next settle on that counter
+    (which still finds it reached: `used` only grows in a period) claims it.
+    """
     if not reservation.watch or (tokens <= 0 and usd <= 0):
         return
     claimed = CROSSINGS.claimed(conn.engine)
@@ -227,7 +248,8 @@ class SqlQuotaStore:
         self.rules = rules
         self.limits = LimitCache(budget, rules)
         self._units = units_for(engine)
-        self._seed = _SEED_COUNTER["postgresql" if engine.dialect.name == "postgresql" else "sqlite"]
+        self._postgres = engine.dialect.name == "postgresql"
+        self._seed = _SEED_COUNTER["postgresql" if self._postgres else "sqlite"]
 
     def shares_transactions_with(self, engine: AsyncEngine) -> bool:
         """Whether a store on `engine` can settle this quota's reservations inside its own transactions."""
@@ -334,9 +356,37 @@ class SqlQuotaStore:
             for limit in limits:
                 self._grant_one(conn, limit, day, tokens, usd)
 
+        if self._postgres and len(limits) == 1 and await self._reserve_one_statement(reservation, limits[0], now):
+            return reservation
         with contextlib.suppress(_AlreadyGranted):
             await self._units.run(grant, write=True)
         return reservation
+
+    async def _reserve_one_statement(self, reservation: Reservation, limit: Limit, now: datetime) -> bool:
+        """PostgreSQL, one limit, its counter there with headroom: the reservation as ONE statement in autocommit
+        (`pg_steps.reserve_statement`). False when it wrote nothing and the full unit must decide."""
+        scope, key, period = reservation.scopes[0]
+        params: dict[str, Any] = {
+            **_key(scope, key, period),
+            "_id": reservation.id,
+            "_tokens": reservation.tokens,
+            "_usd": reservation.usd,
+            "h_id": reservation.id,
+            "h_scopes": [list(s) for s in reservation.scopes],
+            "h_period": reservation.period_key,
+            "h_tokens": reservation.tokens,
+            "h_usd": reservation.usd,
+            "h_created_at": now,
+            "h_run_id": reservation.run_id,
+            "h_expires_at": reservation.expires_at,
+        }
+        if limit.tokens is not None:
+            params["_limit_tokens"] = limit.tokens
+        if limit.usd is not None:
+            params["_limit_usd"] = limit.usd
+        stmt = reserve_statement(limit.tokens is not None, limit.usd is not None)
+        outcome = await self._units.run(lambda conn: conn.execute(stmt, params).one(), write=True, one_statement=True)
+        return bool(outcome.granted or outcome.held)  # granted now, or by an earlier attempt whose reply was lost
 
     async def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
         if not reservation.scopes:

@@ -38,8 +38,9 @@ from agora_agent.stores.base import (
     ToolCallRecord,
     UsageRecord,
 )
+from agora_agent.stores.sql import pg_steps
 from agora_agent.stores.sql import records as rec
-from agora_agent.stores.sql.quota import SqlQuotaStore, settle_reservation
+from agora_agent.stores.sql.quota import SqlQuotaStore, claim_crossings, settle_reservation, settled_counters
 from agora_agent.stores.sql.rollup import run_daily_params, upsert_run_daily, upsert_usage_daily, usage_daily_params
 from agora_agent.stores.sql.tables import (
     MICROS_PER_DAY,
@@ -139,9 +140,10 @@ class SqlAgentStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._units = units_for(engine)
+        self._postgres = engine.dialect.name == "postgresql"
 
-    async def _write(self, work: Callable[[sa.Connection], T]) -> T:
-        return await self._units.run(work, write=True)
+    async def _write(self, work: Callable[[sa.Connection], T], *, one_statement: bool = False) -> T:
+        return await self._units.run(work, write=True, one_statement=one_statement)
 
     async def _read(self, work: Callable[[sa.Connection], T]) -> T:
         return await self._units.run(work, write=False)
@@ -152,7 +154,7 @@ class SqlAgentStore:
         def work(conn: sa.Connection) -> None:
             _insert_or_conflict(conn, table, values, conflict)
 
-        await self._write(work)
+        await self._write(work, one_statement=True)
 
     async def _read_one(self, stmt: sa.Select[Any]) -> sa.RowMapping | None:
         return await self._read(lambda conn: conn.execute(stmt).mappings().first())
@@ -189,7 +191,7 @@ class SqlAgentStore:
             return record
 
         values = _thread_values(record)
-        await self._write(lambda conn: conn.execute(sa.insert(thread).values(values)))
+        await self._write(lambda conn: conn.execute(sa.insert(thread).values(values)), one_statement=True)
         return record
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
@@ -233,7 +235,7 @@ class SqlAgentStore:
             )
             return result.rowcount > 0
 
-        return await self._write(work)
+        return await self._write(work, one_statement=True)
 
     async def fork_thread(self, thread_id: str, from_message_id: str) -> ThreadRecord:
         def work(conn: sa.Connection) -> ThreadRecord:
@@ -286,7 +288,7 @@ class SqlAgentStore:
 
     async def _update_thread(self, thread_id: str, **values: Any) -> None:
         stmt = sa.update(thread).where(thread.c.id == thread_id).values(**values)
-        await self._write(lambda conn: conn.execute(stmt))
+        await self._write(lambda conn: conn.execute(stmt), one_statement=True)
 
     # -- messages --
 
@@ -316,7 +318,15 @@ class SqlAgentStore:
             created_at=now,
         )
         values = _message_values(record, tool_calls, attachments)
-        await self._write(lambda conn: _append(conn, values))
+        if self._postgres:
+            params = {**pg_steps.message_params(values), "m_created_at_bump": values["created_at"]}
+
+            def one_statement(conn: sa.Connection) -> None:
+                _live_and_new(conn.execute(pg_steps.append_message_statement(), params).one(), thread_id)
+
+            await self._units.run(one_statement, write=True, one_statement=True)
+        else:
+            await self._write(lambda conn: _append(conn, values))
         return record
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord:
@@ -359,8 +369,29 @@ class SqlAgentStore:
                 conn.execute(_INSERT_USAGE, ledger)
                 conn.execute(upsert_usage_daily(conn.dialect.name), usage_daily_params(step.ledger))
 
+        def one_statement(conn: sa.Connection) -> None:
+            held = (
+                settlement.reservation
+                if settle_here and settlement is not None and settlement.reservation.scopes
+                else None
+            )
+            stmt = pg_steps.model_step_statement(None if held is None else len(held.scopes), step.ledger is not None)
+            settle = None
+            if held is not None and settlement is not None:
+                counters = settled_counters(held)
+                settle = (held.id, counters, held.tokens, held.usd, settlement.tokens, settlement.usd)
+            params = pg_steps.model_step_params(values, now, settle, step.ledger)
+            outcome = conn.execute(stmt, params).one()
+            _live_and_new(outcome, step.thread_id)
+            if held is not None and settlement is not None:
+                used = {(str(s), str(k), str(p)): (int(t), float(u)) for s, k, p, t, u in outcome.used}
+                claim_crossings(conn, held, settlement.tokens, settlement.usd, used)
+
         try:
-            await self._write(work)
+            if self._postgres:
+                await self._units.run(one_statement, write=True, one_statement=True)
+            else:
+                await self._write(work)
         except _Replayed:
             row = await self._read(
                 lambda conn: conn.execute(_MESSAGE_BY_ID, {"mid": step.message_id}).mappings().first()
@@ -422,7 +453,7 @@ class SqlAgentStore:
                     f"an approval for tool call {approval.tool_call_id} of run {approval.run_id} already exists",
                 )
 
-        await self._write(work)
+        await self._units.run(work, write=True, one_statement=approval is None)
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
         changes = patch.changes()
@@ -438,7 +469,7 @@ class SqlAgentStore:
             if conn.execute(_UPDATE_TOOL_CALL, params).rowcount == 0:
                 raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
 
-        await self._write(work)
+        await self._units.run(work, write=True, one_statement=True)
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         params = {"_run_id": run_id, "_tool_call_id": tool_call_id}
@@ -554,7 +585,17 @@ class SqlAgentStore:
             if active_stream:
                 conn.execute(_STREAMING, {"tid": record.thread_id, "rid": record.id})
 
-        await self._write(work)
+        def one_statement(conn: sa.Connection) -> None:
+            stmt = pg_steps.run_start_statement(active_stream)
+            try:
+                conn.execute(stmt, pg_steps.run_start_params(values, rollup))
+            except sa.exc.IntegrityError as exc:
+                raise ConflictError(conflict) from exc
+
+        if self._postgres:
+            await self._write(one_statement, one_statement=True)
+        else:
+            await self._write(work)
 
     async def record_run_end(
         self,
@@ -591,6 +632,15 @@ class SqlAgentStore:
             conn.execute(upsert_run_daily(conn.dialect.name), rollup)
             return True
 
+        def one_statement(conn: sa.Connection) -> bool:
+            changed = tuple(sorted(k for k in values if k != "_run_id"))
+            stmt = pg_steps.run_end_statement(changed, thread_title is not None)
+            params = {f"e_{k}": v for k, v in values.items() if k != "_run_id"}
+            params.update(_run_id=run_id, _title=thread_title)
+            return bool(conn.execute(stmt, params).scalar_one())
+
+        if self._postgres:
+            return await self._write(one_statement, one_statement=True)
         return await self._write(work)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -614,6 +664,14 @@ def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, 
         conn.execute(sa.insert(table) if stmt is None else stmt, values)
     except sa.exc.IntegrityError as exc:
         raise ConflictError(conflict) from exc
+
+
+def _live_and_new(outcome: Any, thread_id: str) -> None:
+    """What a one-statement message write on PostgreSQL found: a missing thread or a replayed message."""
+    if not outcome.live:
+        raise NotFoundError(f"thread {thread_id} not found")
+    if not outcome.inserted:
+        raise _Replayed
 
 
 def _bump(conn: sa.Connection, thread_id: str, now: datetime) -> None:

@@ -10,6 +10,10 @@ Every store call (a logical step of a run: "the assistant message with its usage
   that finds the file locked by another process runs on a worker thread instead, which waits for the lock.
 - PostgreSQL and in-memory SQLite: `AsyncConnection.run_sync`, i.e. the same function driven by the async
   driver (asyncpg round trips are network round trips; there is nothing to save by changing threads).
+  On PostgreSQL the round trips are what a unit costs (BEGIN and COMMIT are two of them), so a unit that is
+  ONE statement (`one_statement=True`: atomic by itself) and every read at READ COMMITTED (each statement
+  takes its own snapshot there, in a transaction or not) run in autocommit: no BEGIN, no COMMIT. The hot
+  path's multi-statement steps are written as one statement on PostgreSQL (data-modifying CTEs, `pg_steps`).
 
 A unit runs again as a whole after a deadlock, serialization failure, lock timeout or lost connection
 (`retry_transient`); its ids are chosen before the first attempt, so a retry writes the same rows.
@@ -43,7 +47,7 @@ class Units(Protocol):
 
     sync_engine: sa.Engine
 
-    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool) -> T: ...
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T: ...
 
     def close(self) -> None: ...
 
@@ -55,13 +59,32 @@ class AsyncUnits:
         self.sync_engine = engine.sync_engine
         self._reader = engine
         self._writer = engine.execution_options(**{WRITE: True})
+        postgres = engine.dialect.name == "postgresql"
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if postgres else None
+        self._autocommit_writer = (
+            engine.execution_options(isolation_level="AUTOCOMMIT", **{WRITE: True}) if postgres else None
+        )
 
-    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
-        source = self._writer if write else self._reader
+    def _reads_in_autocommit(self) -> bool:
+        """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
+        dialect: Any = self.sync_engine.dialect
+        configured = dialect._on_connect_isolation_level  # create_engine(isolation_level=...)
+        return dialect.default_isolation_level == "READ COMMITTED" and configured in (None, "READ COMMITTED")
 
-        async def attempt() -> T:
-            async with source.begin() as conn:
-                return await conn.run_sync(fn)
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T:
+        autocommit = self._autocommit_writer if write else self._autocommit
+        if autocommit is not None and (one_statement or (not write and self._reads_in_autocommit())):
+
+            async def attempt() -> T:
+                async with autocommit.connect() as conn:
+                    return await conn.run_sync(fn)
+
+        else:
+            source = self._writer if write else self._reader
+
+            async def attempt() -> T:
+                async with source.begin() as conn:
+                    return await conn.run_sync(fn)
 
         try:
             return await retry_transient(attempt)
@@ -140,7 +163,7 @@ class SqliteUnits:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="agora-sqlite")
         return self._executor
 
-    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool) -> T:
+    async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T:
         try:
             result = self._in_transaction(self._inline_connection(), fn, write)
         except sa.exc.OperationalError as exc:

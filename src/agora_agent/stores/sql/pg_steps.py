@@ -1,0 +1,341 @@
+"""PostgreSQL: the hot path's multi-statement units as ONE statement each (data-modifying CTEs).
+
+On PostgreSQL a unit costs its round trips: BEGIN, each statement, COMMIT. A model step's write (quota
+settle + assistant message + thread bump + usage row + daily rollup) was eight of them, a budget
+reservation five. Written as one statement, each is ONE round trip and runs in autocommit
+(`Units.run(..., one_statement=True)`): a single statement is atomic, so it still commits wholly or not at
+all, and what it writes is exactly what the multi-statement unit wrote (the store contract suite runs
+against both).
+
+How the conditions of the multi-statement units carry over, since a CTE cannot roll the others back:
+every write is made conditional on the one it depended on. The message is inserted only into a live thread
+(the thread row locked `FOR NO KEY UPDATE`, so a concurrent soft delete is waited for and re-checked) and
+only once (`ON CONFLICT (id) DO NOTHING`); the thread bump, the settle and the usage rows only happen when
+that insert did. The statement returns whether the thread was live and whether the message was new, which
+is all the caller needs to raise `NotFoundError` or read the replayed message.
+
+The statements are built once per shape and reused as is, so SQLAlchemy's compiled cache and asyncpg's
+prepared-statement cache both hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+
+from agora_agent.stores.sql.rollup import usage_daily_params
+from agora_agent.stores.sql.tables import (
+    MICROS_PER_DAY,
+    budget_counter,
+    budget_reservation,
+    message,
+    run,
+    run_daily,
+    thread,
+    token_usage,
+    usage_daily,
+)
+
+__all__ = [
+    "append_message_statement",
+    "message_params",
+    "model_step_params",
+    "model_step_statement",
+    "reserve_statement",
+    "run_end_statement",
+    "run_start_params",
+    "run_start_statement",
+]
+
+_MESSAGE_COLUMNS = (
+    "id",
+    "thread_id",
+    "role",
+    "content",
+    "tool_calls",
+    "attachments",
+    "usage",
+    "persona",
+    "run_id",
+    "created_at",
+)
+_USAGE_COLUMNS = tuple(c.name for c in token_usage.columns)
+_DAILY_SUMMED = tuple(c.name for c in usage_daily.columns if c.name not in ("day", "actor_ref", "model_id"))
+_DAILY_COLUMNS = tuple(c.name for c in usage_daily.columns)
+
+
+def _bound(table: sa.Table, columns: Sequence[str], prefix: str) -> list[sa.BindParameter[Any]]:
+    """One typed bind parameter per column (`<prefix><column>`): the column's type processes the value."""
+    return [sa.bindparam(prefix + name, type_=table.c[name].type) for name in columns]
+
+
+def _insert_from(table: sa.Table, columns: Sequence[str], prefix: str, source: sa.CTE) -> Any:
+    """INSERT one row of bound values, once per row of `source` (zero rows: nothing inserted)."""
+    select = sa.select(*_bound(table, columns, prefix)).select_from(source)
+    return pg.insert(table).from_select(list(columns), select)
+
+
+def _message_into_live_thread(now_param: str) -> tuple[sa.CTE, sa.CTE, sa.CTE]:
+    """The CTEs `live` (the thread, locked, if not deleted), `inserted` (the new message) and `bumped`."""
+    live = (
+        sa.select(thread.c.id)
+        .where(thread.c.id == sa.bindparam("m_thread_id", type_=thread.c.id.type), thread.c.deleted_at.is_(None))
+        .with_for_update(key_share=True)
+        .cte("live")
+    )
+    inserted = (
+        _insert_from(message, _MESSAGE_COLUMNS, "m_", live)
+        .on_conflict_do_nothing(index_elements=["id"])
+        .returning(message.c.id)
+        .cte("inserted")
+    )
+    bumped = (
+        sa.update(thread)
+        .where(thread.c.id.in_(sa.select(live.c.id)), sa.exists(sa.select(inserted.c.id)))
+        .values(updated_at=sa.bindparam(now_param, type_=thread.c.updated_at.type))
+        .cte("bumped")
+    )
+    return live, inserted, bumped
+
+
+def _outcome(live: sa.CTE, inserted: sa.CTE, *writes: sa.CTE, used: Any = None) -> sa.Executable:
+    """`(live, inserted[, used])`: whether the thread was live, whether the message was new (and the settled
+    counters' new used totals, as JSON `[[scope, key, period, tokens, usd], …]`)."""
+    columns: list[Any] = [
+        sa.exists(sa.select(live.c.id)).label("live"),
+        sa.exists(sa.select(inserted.c.id)).label("inserted"),
+    ]
+    if used is not None:
+        columns.append(used.label("used"))
+    return sa.select(*columns).add_cte(*writes)
+
+
+@cache
+def append_message_statement() -> sa.Executable:
+    """A message appended to a live thread, which is bumped (`_append` of the store as one statement)."""
+    live, inserted, bumped = _message_into_live_thread("m_created_at_bump")
+    return _outcome(live, inserted, inserted, bumped)
+
+
+@cache
+def model_step_statement(settle_scopes: int | None, ledger: bool) -> sa.Executable:
+    """`record_model_step` as one statement: settle `settle_scopes` counters (None: no settlement), message,
+    thread bump, and with `ledger` the usage row and its daily rollup."""
+    live, inserted, bumped = _message_into_live_thread("now")
+    writes: list[sa.CTE] = [inserted, bumped]
+    used: Any = None
+    if settle_scopes:
+        r, c = budget_reservation.c, budget_counter.c
+        settled = (
+            sa.delete(budget_reservation)
+            .where(r.id == sa.bindparam("r_id", type_=r.id.type), sa.exists(sa.select(inserted.c.id)))
+            .returning(r.id)
+            .cte("settled")
+        )
+        scope_match = sa.or_(
+            *(
+                sa.and_(
+                    c.scope == sa.bindparam(f"r_scope_{i}", type_=c.scope.type),
+                    c.key == sa.bindparam(f"r_key_{i}", type_=c.key.type),
+                    c.period == sa.bindparam(f"r_period_{i}", type_=c.period.type),
+                )
+                for i in range(settle_scopes)
+            )
+        )
+        counters = (
+            sa.update(budget_counter)
+            .where(scope_match, sa.exists(sa.select(settled.c.id)))
+            .values(
+                reserved_tokens=c.reserved_tokens - sa.bindparam("r_reserved_tokens", type_=sa.BigInteger()),
+                reserved_usd=c.reserved_usd - sa.bindparam("r_reserved_usd", type_=sa.Float()),
+                used_tokens=c.used_tokens + sa.bindparam("r_tokens", type_=sa.BigInteger()),
+                used_usd=c.used_usd + sa.bindparam("r_usd", type_=sa.Float()),
+            )
+            .returning(c.scope, c.key, c.period, c.used_tokens, c.used_usd)
+            .cte("counted")
+        )
+        writes += [settled, counters]
+        k = counters.c
+        rows = sa.func.json_agg(sa.func.json_build_array(k.scope, k.key, k.period, k.used_tokens, k.used_usd))
+        used = sa.select(sa.func.coalesce(rows, sa.literal_column("'[]'::json"))).select_from(counters)
+        used = sa.type_coerce(used.scalar_subquery(), sa.JSON)
+    if ledger:
+        usage = _insert_from(token_usage, _USAGE_COLUMNS, "u_", inserted).cte("ledger")
+        daily_insert = _insert_from(usage_daily, _DAILY_COLUMNS, "d_", inserted)
+        daily = daily_insert.on_conflict_do_update(
+            index_elements=["day", "actor_ref", "model_id"],
+            set_={name: usage_daily.c[name] + daily_insert.excluded[name] for name in _DAILY_SUMMED},
+        ).cte("daily")
+        writes += [usage, daily]
+    return _outcome(live, inserted, *writes, used=used)
+
+
+def message_params(values: dict[str, Any]) -> dict[str, Any]:
+    """The `m_` parameters of a message row (the store's `_message_values`)."""
+    return {f"m_{name}": values[name] for name in _MESSAGE_COLUMNS}
+
+
+def model_step_params(
+    values: dict[str, Any],
+    now: Any,
+    settlement: tuple[str, Sequence[tuple[str, str, str]], int, float, int, float] | None,
+    ledger: Any,
+) -> dict[str, Any]:
+    """Parameters of `model_step_statement`: the message values, the settlement (reservation id, its
+    (scope, key, period) counters, reserved tokens/usd, used tokens/usd) and the ledger `UsageRecord`."""
+    params = message_params(values)
+    params["now"] = now
+    if settlement is not None:
+        reservation_id, counters, reserved_tokens, reserved_usd, tokens, usd = settlement
+        params.update(
+            r_id=reservation_id,
+            r_reserved_tokens=reserved_tokens,
+            r_reserved_usd=reserved_usd,
+            r_tokens=tokens,
+            r_usd=usd,
+        )
+        for i, (scope, key, period) in enumerate(counters):
+            params[f"r_scope_{i}"] = scope
+            params[f"r_key_{i}"] = key
+            params[f"r_period_{i}"] = period
+    if ledger is not None:
+        params.update({f"u_{name}": getattr(ledger, name) for name in _USAGE_COLUMNS})
+        params.update({f"d_{name}": value for name, value in usage_daily_params(ledger).items()})
+    return params
+
+
+@cache
+def reserve_statement(tokens_limited: bool, usd_limited: bool) -> sa.Executable:
+    """The common case of a one-limit budget reservation as one statement: `(granted, held)`.
+
+    The counter grows only while `used + reserved < limit` (a conditional UPDATE, re-checked by PostgreSQL
+    on the latest row after waiting for its lock, as in the multi-statement unit) and only if this
+    reservation's row does not exist yet (a retry after a lost commit reply grants nothing twice); the
+    reservation row is written only when the counter grew. `held`: the row existed before the statement.
+    Neither (no counter row yet this period, or no headroom): nothing was written, and the caller runs the
+    full unit, which seeds the counter from the ledger or builds the refusal.
+    """
+    c, r = budget_counter.c, budget_reservation.c
+    reservation_id = sa.bindparam("_id", type_=r.id.type)
+    conditions = [
+        c.scope == sa.bindparam("_scope", type_=c.scope.type),
+        c.key == sa.bindparam("_key", type_=c.key.type),
+        c.period == sa.bindparam("_period", type_=c.period.type),
+        ~sa.exists(sa.select(r.id).where(r.id == reservation_id)),
+    ]
+    if tokens_limited:
+        conditions.append(c.used_tokens + c.reserved_tokens < sa.bindparam("_limit_tokens", type_=sa.BigInteger()))
+    if usd_limited:
+        conditions.append(c.used_usd + c.reserved_usd < sa.bindparam("_limit_usd", type_=sa.Float()))
+    granted = (
+        sa.update(budget_counter)
+        .where(*conditions)
+        .values(
+            reserved_tokens=c.reserved_tokens + sa.bindparam("_tokens", type_=sa.BigInteger()),
+            reserved_usd=c.reserved_usd + sa.bindparam("_usd", type_=sa.Float()),
+        )
+        .returning(c.scope)
+        .cte("granted")
+    )
+    held_columns = ("id", "scopes", "period", "tokens", "usd", "created_at", "run_id", "expires_at")
+    held = _insert_from(budget_reservation, held_columns, "h_", granted).cte("held")
+    return sa.select(
+        sa.exists(sa.select(granted.c.scope)).label("granted"),
+        sa.exists(sa.select(r.id).where(r.id == reservation_id)).label("held"),
+    ).add_cte(held)
+
+
+_RUN_DAILY_COUNTS = ("runs", "completed", "failed", "cancelled", "running", "settled", "duration_ms")
+
+
+def _run_daily_upsert(select: sa.Select[Any]) -> Any:
+    insert = pg.insert(run_daily).from_select(["day", "agent_name", *_RUN_DAILY_COUNTS], select)
+    return insert.on_conflict_do_update(
+        index_elements=["day", "agent_name"],
+        set_={name: run_daily.c[name] + insert.excluded[name] for name in _RUN_DAILY_COUNTS},
+    )
+
+
+@cache
+def run_start_statement(active_stream: bool) -> sa.Executable:
+    """`record_run_start` as one statement: the run row, its daily rollup row and (with `active_stream`)
+    the thread's active stream. A duplicate run id or an unknown thread fails the whole statement."""
+    started = (
+        pg.insert(run)
+        .values({c.name: sa.bindparam(f"s_{c.name}", type_=c.type) for c in run.columns})
+        .returning(run.c.id)
+        .cte("started")
+    )
+    rollup_columns = ("day", "agent_name", *_RUN_DAILY_COUNTS)
+    daily = _run_daily_upsert(sa.select(*_bound(run_daily, rollup_columns, "d_")).select_from(started)).cte("daily")
+    writes = [started, daily]
+    if active_stream:
+        streaming = (
+            sa.update(thread)
+            .where(
+                thread.c.id == sa.bindparam("s_thread_id", type_=thread.c.id.type), sa.exists(sa.select(started.c.id))
+            )
+            .values(active_stream_id=sa.bindparam("s_id_stream", type_=thread.c.active_stream_id.type))
+            .cte("streaming")
+        )
+        writes.append(streaming)
+    return sa.select(sa.exists(sa.select(started.c.id)).label("started")).add_cte(*writes)
+
+
+def run_start_params(values: dict[str, Any], rollup: dict[str, Any]) -> dict[str, Any]:
+    """Parameters of `run_start_statement`: the run row's values and `run_daily_params(...)`."""
+    params = {f"s_{c.name}": values[c.name] for c in run.columns if c.name in values}
+    params.update({f"d_{name}": value for name, value in rollup.items()})
+    params["s_id_stream"] = values["id"]
+    return params
+
+
+@cache
+def run_end_statement(changed: tuple[str, ...], titled: bool) -> sa.Executable:
+    """`record_run_end` as one statement: (the thread's title,) the run's end if it is still `running`
+    (compare-and-set), and its move in the daily rollup from running to its terminal status.
+
+    The rollup increments are computed from the row the end returns, like `run_daily_params(started=False)`
+    does from it: the UTC day of `started_at`, `settled` = 1 (a terminal status always has `finished_at`),
+    and the duration in whole milliseconds `finished_at / 1000 - started_at / 1000` (integer division of
+    non-negative BIGINTs, i.e. Python's `//`).
+    """
+    r = run.c
+    ended = (
+        sa.update(run)
+        .where(r.id == sa.bindparam("_run_id", type_=r.id.type), r.status == "running")
+        .values({name: sa.bindparam(f"e_{name}", type_=r[name].type) for name in changed})
+        .returning(r.started_at, r.agent_name, r.finished_at)
+        .cte("ended")
+    )
+    e = ended.c
+    started = sa.type_coerce(e.started_at, sa.BigInteger())
+    finished = sa.type_coerce(e.finished_at, sa.BigInteger())
+    status = sa.bindparam("e_status", type_=r.status.type)
+    one, zero = sa.literal(1, sa.BigInteger()), sa.literal(0, sa.BigInteger())
+    rollup = sa.select(
+        sa.cast(started // MICROS_PER_DAY, sa.Integer()),
+        sa.func.coalesce(e.agent_name, ""),
+        zero,
+        sa.case((status == "completed", one), else_=zero),
+        sa.case((status == "failed", one), else_=zero),
+        sa.case((status == "cancelled", one), else_=zero),
+        sa.literal(-1, sa.BigInteger()),
+        sa.case((finished.is_not(None), one), else_=zero),
+        sa.case((finished.is_not(None), finished // 1000 - started // 1000), else_=zero),
+    ).select_from(ended)
+    daily = _run_daily_upsert(rollup).cte("daily")
+    writes: list[sa.CTE] = []
+    if titled:
+        writes.append(
+            sa.update(thread)
+            .where(thread.c.id == sa.select(r.thread_id).where(r.id == sa.bindparam("_run_id")).scalar_subquery())
+            .values(title=sa.bindparam("_title", type_=thread.c.title.type))
+            .cte("titled")
+        )
+    writes += [ended, daily]
+    return sa.select(sa.exists(sa.select(e.started_at)).label("ended")).add_cte(*writes)
