@@ -22,11 +22,11 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, ClassVar, Literal, overload
 
-import anyio.to_thread
 from pydantic import BaseModel
 
 from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError
+from agora_agent.tools import threads
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.signature import call_shape, qualname
 from agora_agent.tools.spec import CanUse, Describe, DescribeContext, EnabledFlag, ToolAvailability, ToolSpec
@@ -113,7 +113,7 @@ async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Await an async callable; run a sync one in a worker thread so it never blocks the event loop."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args, **kwargs)
-    result = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    result = await threads.run_sync(fn, *args, **kwargs)
     if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
         result = await result
     return result
