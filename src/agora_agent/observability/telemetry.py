@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import inspect
 import json
 import logging
@@ -99,11 +100,39 @@ class _Instruments:
     budget_refusals: Counter
 
 
+def _otel_global_unset(module: str, attribute: str, env: str) -> bool:
+    """True while OpenTelemetry has no global provider of this kind (none set, none named by `env`).
+
+    Looked up on every span/metric of every step while nobody configured OTel, so it must cost nothing:
+    the API's own getter tests `env in os.environ` each time (a KeyError raised and caught inside `os`).
+    The variable is read once per process; `set_*_provider` fills the module global this checks first.
+    """
+    imported = _OTEL_MODULES.get(module, _MISSING)
+    if imported is _MISSING:
+        try:
+            imported = _OTEL_MODULES[module] = importlib.import_module(module)
+        except ImportError:  # the `otel` extra is not installed
+            imported = _OTEL_MODULES[module] = None
+    if imported is None:
+        return True
+    if getattr(imported, attribute, None) is not None:
+        return False
+    named = _OTEL_ENV.get(env)
+    if named is None:
+        named = _OTEL_ENV[env] = env in os.environ
+    return not named
+
+
+_MISSING = object()
+_OTEL_MODULES: dict[str, Any] = {}
+_OTEL_ENV: dict[str, bool] = {}
+
+
 def _real_tracer_provider() -> TracerProvider | None:
-    try:
-        from opentelemetry import trace
-    except ImportError:  # the `otel` extra is not installed
-        return None
+    if _otel_global_unset("opentelemetry.trace", "_TRACER_PROVIDER", "OTEL_PYTHON_TRACER_PROVIDER"):
+        return None  # nobody configured tracing: stay at zero cost
+    from opentelemetry import trace
+
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None  # nobody configured tracing: stay at zero cost
@@ -111,10 +140,10 @@ def _real_tracer_provider() -> TracerProvider | None:
 
 
 def _real_meter_provider() -> MeterProvider | None:
-    try:
-        from opentelemetry import metrics
-    except ImportError:
+    if _otel_global_unset("opentelemetry.metrics._internal", "_METER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER"):
         return None
+    from opentelemetry import metrics
+
     provider = metrics.get_meter_provider()
     # The API's default is a private proxy class; any configured SDK provider is something else.
     if isinstance(provider, metrics.NoOpMeterProvider) or type(provider).__name__.startswith("_Proxy"):
