@@ -14,8 +14,9 @@ round, and the printed figure is the median over rounds with the min–max sprea
 Thread growth: a chat on a thread that already holds 500 prior turns (each: user message, an assistant
 tool call with its executed result, the final answer) ÷ a chat on a thread with 1 prior turn.
 
-Statement counts: SQLAlchemy events count the statements, transactions and write transactions of one
-run, and on SQLite the round trips to aiosqlite's worker thread.
+Statement counts: SQLAlchemy events count the statements, transactions (BEGIN … COMMIT; a statement in
+autocommit has none) and write transactions of one run; on SQLite the round trips to aiosqlite's worker
+thread, on PostgreSQL the round trips to the server.
 
     .venv/bin/python bench/loop.py [--rounds 15] [--runs 10] [--steps 6] [--pg-admin-url URL] [--only memory,sqlite]
 """
@@ -219,8 +220,11 @@ async def count_one_run(ours: Ours) -> SqlCounts:
         counts.kinds[statement.split(None, 1)[0].upper()] += 1
 
     def on_begin(conn: sa.Connection) -> None:
+        options = conn.get_execution_options()
+        if options.get("isolation_level") == "AUTOCOMMIT":
+            return  # no BEGIN/COMMIT reaches the server: the statement commits by itself
         counts.transactions += 1
-        if conn.get_execution_options().get(WRITE, False):
+        if options.get(WRITE, False):
             counts.write_transactions += 1
 
     import aiosqlite.core
@@ -422,7 +426,7 @@ async def measure_all(
             + (
                 f", {c.driver_calls} round trips to aiosqlite's thread, {c.unit_hops} units sent to the worker thread"
                 if name == "sqlite"
-                else ""
+                else f", {c.statements + 2 * c.transactions} round trips to the server (BEGIN and COMMIT are two)"
             )
         )
 

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from agora_agent.runners.leases import ProcessIdentity
 from agora_agent.stores.sql.engine import WRITE, retry_transient
 from agora_agent.stores.sql.tables import process, run, run_owner
+from agora_agent.stores.sql.units import units_for
 
 __all__ = ["SqlLeaseStore"]
 
@@ -23,24 +24,28 @@ class SqlLeaseStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._writer = engine.execution_options(**{WRITE: True})
-        # PostgreSQL: a one-statement write runs in autocommit (no BEGIN/COMMIT round trips); see units.py.
-        self._single = (
-            engine.execution_options(isolation_level="AUTOCOMMIT", **{WRITE: True})
-            if engine.dialect.name == "postgresql"
-            else self._writer
+        # The one-statement writes (a run's claim is on the path to a chat's first byte) run as the stores'
+        # units: inline on a SQLite file (no aiosqlite thread hop), in autocommit on PostgreSQL.
+        self._units = units_for(engine)
+        insert = self._insert(run_owner).values(
+            run_id=sa.bindparam("run_id"), owner_id=sa.bindparam("owner_id"), claimed_at=sa.bindparam("claimed_at")
+        )
+        self._claim = insert.on_conflict_do_update(
+            index_elements=[run_owner.c.run_id], set_={"owner_id": insert.excluded.owner_id}
         )
 
     def _insert(self, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
         return (postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)(table)
 
-    async def _write(self, work: Callable[[AsyncConnection], object], *, one_statement: bool = False) -> None:
-        source = self._single if one_statement else self._writer
-
+    async def _write(self, work: Callable[[AsyncConnection], object]) -> None:
         async def attempt() -> None:
-            async with source.begin() as conn:
+            async with self._writer.begin() as conn:
                 await work(conn)  # type: ignore[misc]
 
         await retry_transient(attempt)
+
+    async def _one_statement(self, stmt: Any, params: dict[str, Any] | None = None) -> None:
+        await self._units.run(lambda conn: conn.execute(stmt, params), write=True, one_statement=True)
 
     async def heartbeat(self, identity: ProcessIdentity, ttl: float) -> None:
         """Create or renew the lease of `identity` until now + `ttl` seconds."""
@@ -52,17 +57,17 @@ class SqlLeaseStore:
         stmt = stmt.on_conflict_do_update(
             index_elements=[process.c.id], set_={"heartbeat_at": now, "expires_at": expires}
         )
-        await self._write(lambda conn: conn.execute(stmt), one_statement=True)
+        await self._one_statement(stmt)
 
     async def release(self, owner_id: str) -> None:
         """Delete the lease (clean shutdown): this process's runs were closed by its runner."""
-        await self._write(lambda conn: conn.execute(sa.delete(process).where(process.c.id == owner_id)))
+        await self._one_statement(sa.delete(process).where(process.c.id == owner_id))
 
     async def claim_run(self, run_id: str, owner_id: str) -> None:
         """Record the owner of a run started here (idempotent)."""
-        stmt = self._insert(run_owner).values(run_id=run_id, owner_id=owner_id, claimed_at=datetime.now(UTC))
-        stmt = stmt.on_conflict_do_update(index_elements=[run_owner.c.run_id], set_={"owner_id": owner_id})
-        await self._write(lambda conn: conn.execute(stmt), one_statement=True)
+        await self._one_statement(
+            self._claim, {"run_id": run_id, "owner_id": owner_id, "claimed_at": datetime.now(UTC)}
+        )
 
     async def take_over(self, run_id: str, owner_id: str, previous: str | None) -> bool:
         """Compare-and-set the owner: True only for the one process that moved it from `previous`."""

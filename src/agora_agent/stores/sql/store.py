@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
@@ -104,7 +104,7 @@ _approval_table = approval  # `record_tool_call`'s parameter is called `approval
 # reused as is keeps its memoized cache key, so SQLAlchemy's compiled cache hits without re-walking it.
 _INSERT_USAGE = sa.insert(token_usage)
 _INSERT_MESSAGE = sa.insert(message)
-_INSERT = {t.name: sa.insert(t) for t in (tool_call, approval, run)}
+_INSERT = {t.name: sa.insert(t) for t in (tool_call, approval, run, thread)}
 _INSERT_MESSAGE_ONCE = {
     "postgresql": postgresql.insert(message).on_conflict_do_nothing(index_elements=["id"]),
     "sqlite": sqlite.insert(message).on_conflict_do_nothing(index_elements=["id"]),
@@ -191,7 +191,7 @@ class SqlAgentStore:
             return record
 
         values = _thread_values(record)
-        await self._write(lambda conn: conn.execute(sa.insert(thread).values(values)), one_statement=True)
+        await self._write(lambda conn: conn.execute(_INSERT[thread.name], values), one_statement=True)
         return record
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
@@ -356,7 +356,7 @@ class SqlAgentStore:
         )
         if settlement is not None and not settle_here:
             await settlement.quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
-        ledger = None if step.ledger is None else asdict(step.ledger)
+        ledger = None if step.ledger is None else _row(step.ledger)
         insert_message = _INSERT_MESSAGE_ONCE["postgresql" if self.engine.dialect.name == "postgresql" else "sqlite"]
 
         def work(conn: sa.Connection) -> None:
@@ -439,7 +439,7 @@ class SqlAgentStore:
 
     async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
         """The audit row and, for an action parked for approval, its approval row — one transaction."""
-        values = asdict(record)
+        values = _row(record)
         conflict = f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
         approval_values = None if approval is None else _approval_values(approval)
 
@@ -536,7 +536,7 @@ class SqlAgentStore:
     # -- usage ledger --
 
     async def record_usage(self, record: UsageRecord) -> None:
-        values = asdict(record)
+        values = _row(record)
 
         def work(conn: sa.Connection) -> None:
             conn.execute(_INSERT_USAGE, values)
@@ -572,7 +572,7 @@ class SqlAgentStore:
 
     async def record_run_start(self, record: RunRecord, *, active_stream: bool = False) -> None:
         """Insert the run row; with `active_stream`, also mark it the thread's active stream (one transaction)."""
-        values = asdict(record)
+        values = _row(record)
         conflict = f"run {record.id} already exists (or thread {record.thread_id} is unknown)"
 
         rollup = run_daily_params(
@@ -657,6 +657,12 @@ class SqlAgentStore:
         return [rec.run_record(r) for r in await self._read_all(stmt)]
 
 
+def _row(record: Any) -> dict[str, Any]:
+    """A record's fields as column values. Shallow, unlike `dataclasses.asdict` (which deep-copies every
+    nested dict and list on the hot path): the JSON columns serialise nested values as they are."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
 def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, Any], conflict: str) -> None:
     # No savepoint: an IntegrityError ends the whole unit (rolled back), which is what a conflict means here.
     try:
@@ -702,10 +708,10 @@ def _message_values(
 
 
 def _approval_values(record: ApprovalRecord) -> dict[str, Any]:
-    values = asdict(record)
+    values = _row(record)
     values["approver_roles"] = None if record.approver_roles is None else list(record.approver_roles)
     return values
 
 
 def _thread_values(record: ThreadRecord) -> dict[str, Any]:
-    return asdict(record)
+    return _row(record)
