@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import json
 import re
+import sqlite3
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime
 from decimal import Decimal
@@ -179,7 +180,13 @@ def configure_sqlite(sync_engine: sa.Engine, *, wal: bool) -> None:
     @sa.event.listens_for(sync_engine, "begin")
     def _on_begin(connection: sa.Connection) -> None:
         immediate = connection.get_execution_options().get(WRITE, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        raw = connection.connection.dbapi_connection
+        if isinstance(raw, sqlite3.Connection):
+            # pysqlite (the store's own units): straight to the driver — a full SQLAlchemy execution costs more
+            # than the BEGIN itself, once per unit on the hot path.
+            raw.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 _TRANSIENT_CODES = {"40001", "40P01", "1213", "1205", "ER_LOCK_DEADLOCK", "ER_LOCK_WAIT_TIMEOUT", "SQLITE_BUSY"}

@@ -22,6 +22,7 @@ A unit runs again as a whole after a deadlock, serialization failure, lock timeo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,7 +30,7 @@ from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agora_agent.stores.sql.engine import WRITE, configure_sqlite, dumps_json, is_transient_db_error, retry_transient
 
@@ -53,7 +54,15 @@ class Units(Protocol):
 
 
 class AsyncUnits:
-    """A unit through the async engine's pool (asyncpg, or aiosqlite for in-memory SQLite)."""
+    """A unit through the async engine's pool (asyncpg, or aiosqlite for in-memory SQLite).
+
+    On PostgreSQL the autocommit units (one statement, or a read) run on connections this object keeps
+    checked out between units (`KEEP` at most, fewer when the pool is small): a pool checkout and check-in
+    cost several times what the statement costs on the client. A connection that saw any error goes back
+    to the pool at once (SQLAlchemy invalidates a broken one); the kept ones are closed with the engine.
+    """
+
+    KEEP = 4
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.sync_engine = engine.sync_engine
@@ -61,9 +70,8 @@ class AsyncUnits:
         self._writer = engine.execution_options(**{WRITE: True})
         postgres = engine.dialect.name == "postgresql"
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if postgres else None
-        self._autocommit_writer = (
-            engine.execution_options(isolation_level="AUTOCOMMIT", **{WRITE: True}) if postgres else None
-        )
+        self._idle: list[AsyncConnection] = []
+        self._keep = _room_to_keep(engine.sync_engine.pool, self.KEEP) if postgres else 0
 
     def _reads_in_autocommit(self) -> bool:
         """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
@@ -71,13 +79,25 @@ class AsyncUnits:
         configured = dialect._on_connect_isolation_level  # create_engine(isolation_level=...)
         return dialect.default_isolation_level == "READ COMMITTED" and configured in (None, "READ COMMITTED")
 
+    async def _in_autocommit(self, autocommit: AsyncEngine, fn: Callable[[sa.Connection], T]) -> T:
+        conn = self._idle.pop() if self._idle else await autocommit.connect()
+        kept = False
+        try:
+            result = await conn.run_sync(fn)
+            if len(self._idle) < self._keep and not conn.invalidated:
+                self._idle.append(conn)
+                kept = True
+            return result
+        finally:
+            if not kept:
+                await conn.close()
+
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T:
-        autocommit = self._autocommit_writer if write else self._autocommit
+        autocommit = self._autocommit
         if autocommit is not None and (one_statement or (not write and self._reads_in_autocommit())):
 
             async def attempt() -> T:
-                async with autocommit.connect() as conn:
-                    return await conn.run_sync(fn)
+                return await self._in_autocommit(autocommit, fn)
 
         else:
             source = self._writer if write else self._reader
@@ -94,10 +114,40 @@ class AsyncUnits:
             # No pre-ping on checkout: a pooled connection the server dropped fails here and SQLAlchemy discards
             # it (and the pool's older ones). Run the unit once more on a fresh connection; its ids were fixed
             # before the first attempt, so a commit that did land makes the retry a conflict, never a duplicate.
+            await self._drop_idle()
             return await retry_transient(attempt)
 
+    async def _drop_idle(self) -> None:
+        """Give back the kept connections (their server may be gone): invalidated first, so closing them
+        costs no round trip, and SQLAlchemy opens fresh ones."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                await conn.invalidate()
+            with contextlib.suppress(Exception):
+                await conn.close()
+
     def close(self) -> None:
-        return None
+        """Called when the engine is disposed: the kept connections are closed, not returned to the disposed
+        pool (where nothing would close them). Invalidating closes the driver connection at once — inside
+        `AsyncEngine.dispose`'s greenlet a clean close, elsewhere asyncpg's `terminate()`."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            sync = conn.sync_connection
+            if sync is not None:
+                with contextlib.suppress(Exception):
+                    sync.invalidate()
+
+
+def _room_to_keep(pool: Any, most: int) -> int:
+    """How many connections the units may keep out of `pool`: leave at least one for everything else."""
+    size = getattr(pool, "size", None)
+    if not callable(size):
+        return 0  # NullPool, StaticPool: nothing to save, or nothing to share
+    overflow = getattr(pool, "_max_overflow", 0)
+    if overflow < 0:
+        return most  # unbounded overflow
+    return max(0, min(most, int(size()) + int(overflow) - 1))
 
 
 class SqliteUnits:
