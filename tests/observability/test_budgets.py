@@ -165,7 +165,7 @@ async def test_unknown_scope_and_missing_rule_on_delete() -> None:
         assert (r.status_code, r.json()) == (404, {"error": "no budget rule for actor 'nobody'"})
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 async def test_usd_budgets_count_the_recorded_cost(kind: str, tmp_path: Path) -> None:
     async with (
         database(kind, tmp_path) as url,
@@ -210,7 +210,7 @@ async def test_a_rule_added_mid_day_counts_what_was_already_spent() -> None:
         assert (quota["period"], quota["periodUsedTokens"], quota["limitTokens"]) == ("month", 270, 200)
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])  # PostgreSQL settles in one statement
 async def test_a_threshold_raises_budget_threshold_reached_once_per_period(kind: str, tmp_path: Path) -> None:
     events: list[AgentEvent] = []
     async with database(kind, tmp_path) as url:
