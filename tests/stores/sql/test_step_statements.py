@@ -25,16 +25,17 @@ from agora_agent.stores.sql.units import units_for
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
 from agora_agent.testing.helpers import OBSERVER
 
-# Per tool-calling model step: reserve (3 statements), the assistant step — settle, message, usage row,
-# rollup — (6), the tool call's start (1) and its result (1); four write transactions.
-STEP_STATEMENTS = 11
+# Per tool-calling model step: reserve (2 statements: the reservation row, the conditional grant), the
+# assistant step — settle, thread bump, message, usage row, rollup — (6), the tool call's start (1) and its
+# result (1); four write transactions.
+STEP_STATEMENTS = 10
 STEP_TRANSACTIONS = 4
 # A whole run with one tool step and the final answer, on an existing thread: the service's budget check and
 # thread read, run start, the loop's budget check, user message, history, prices, two model steps, run end,
 # and the test's read of the finished run; the run start and end each add the run to the daily run rollup.
-# Nine of the fourteen transactions write.
-RUN_STATEMENTS = 34
-RUN_TRANSACTIONS = 14
+# Nine of the thirteen transactions write.
+RUN_STATEMENTS = 31
+RUN_TRANSACTIONS = 13
 RUN_WRITE_TRANSACTIONS = 9
 # PostgreSQL: every unit of a tool-calling step is ONE statement in autocommit — the reservation, the assistant
 # step (settle + message + thread bump + usage row + rollup as data-modifying CTEs), the tool call's start and
@@ -44,7 +45,7 @@ PG_STEP_TRANSACTIONS = 0
 # The whole run: the same units as on SQLite, each ONE statement — the run start with its rollup and active
 # stream, the user message with the thread bump, the run end with title, compare-and-set and rollup — and the
 # reads in autocommit: not one BEGIN/COMMIT.
-PG_RUN_STATEMENTS = 16
+PG_RUN_STATEMENTS = 15
 PG_RUN_TRANSACTIONS = 0
 
 
