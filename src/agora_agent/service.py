@@ -821,11 +821,11 @@ class AgentService:
 
 
 def _standing(approval: ApprovalRecord) -> dict[str, Any]:
+    """The standing decision a 409 carries (the web layer writes its keys in camelCase)."""
     return {
         "status": approval.status,
-        "decidedBy": approval.decided_by,
-        # Same spelling as the wire models (pydantic writes UTC as "Z").
-        "decidedAt": approval.decided_at.isoformat().replace("+00:00", "Z") if approval.decided_at else None,
+        "decided_by": approval.decided_by,
+        "decided_at": approval.decided_at,
         "reason": approval.reason,
     }
 

@@ -783,10 +783,12 @@ async def test_limits_clamp_to_200(bare: World) -> None:
 
 @pytest.mark.ref("GQ-01", "GQ-06", "GQ-10", "GQ-11")
 def test_rows_serialise_to_the_reference_camel_case_names() -> None:
+    """Rows carry Python names; the web edge writes them as the reference's camelCase (`wire_dump`)."""
     from agora_agent.governance import queries as rm
+    from agora_agent.web.schemas import wire_dump, wire_name
 
     def keys(model: type[Any]) -> set[str]:
-        return {f.alias or name for name, f in model.model_fields.items()}
+        return {wire_name(name) for name in model.model_fields}
 
     assert keys(rm.ModelSpendRow) == {"modelId", "requests", "inputTokens", "outputTokens", "costUsd"}
     assert keys(rm.ActorSpendRow) == {"actorRef", "requests", "totalTokens", "costUsd"}
@@ -827,4 +829,5 @@ def test_rows_serialise_to_the_reference_camel_case_names() -> None:
         rm.GovernanceThreadDetail
     )
     point = rm.UsageTrendPoint(day=D1, total_tokens=3, cost_usd=0.5)
-    assert point.model_dump(mode="json", by_alias=True) == {"day": "2024-03-01", "totalTokens": 3, "costUsd": 0.5}
+    assert wire_dump(point) == {"day": "2024-03-01", "totalTokens": 3, "costUsd": 0.5}
+    assert point.model_dump(mode="json") == {"day": "2024-03-01", "total_tokens": 3, "cost_usd": 0.5}

@@ -16,8 +16,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel
 
 from agora_agent.governance.audit import AuditEntry
 from agora_agent.governance.gate import GovernanceScope
@@ -40,7 +39,7 @@ MAX_DEPTH = 4  # nested delegations shown inline (the loop's default limit is 3)
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    """Base of the console's views: Python names only (the web layer writes them in camelCase)."""
 
 
 class ToolCallAuditRow(_Row):

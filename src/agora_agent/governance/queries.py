@@ -3,8 +3,8 @@
 `GovernanceQueries` is the protocol; `MemoryGovernanceQueries` (stores/memory_queries.py) and the
 SQL governance queries implement it and pass the same parity suite (tests/contract/test_queries_contract.py).
 
-Rows are Pydantic models because they go on the wire: camelCase aliases (`model_dump(by_alias=True)`),
-populated by snake_case names in Python.
+Rows are Pydantic models with Python names; the web layer writes them in the wire's camelCase
+(`agora_agent.web.schemas.wire_dump`).
 
 Semantics every implementation honours:
 - Days are UTC and ranges inclusive: `from_day 00:00:00` <= t <= `to_day 23:59:59.999999`.
@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, computed_field
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, computed_field
 
 from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
@@ -72,7 +71,7 @@ MAX_LIMIT = 200
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    """Base of the rows: Python names only (the wire's spelling is the web layer's business)."""
 
 
 class ModelSpendRow(_Row):

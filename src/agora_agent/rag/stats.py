@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel
 
 __all__ = ["RETRIEVAL_WINDOW", "RetrievalStats", "RetrievalTrendPoint", "passage_count", "summarize_retrievals"]
 
@@ -22,7 +21,7 @@ RETRIEVAL_WINDOW = 5000
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    """Base of the stats rows: Python names only (the web layer writes them in camelCase)."""
 
 
 class RetrievalTrendPoint(_Row):

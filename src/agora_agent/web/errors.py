@@ -8,10 +8,11 @@ traceback; its message is generic unless `debug` is on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
+from pydantic_core import to_jsonable_python
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
@@ -32,6 +33,7 @@ from agora_agent.errors import (
     ToolNotFoundError,
     UnauthenticatedError,
 )
+from agora_agent.web.schemas import wire_name
 
 __all__ = [
     "STATUS_BY_ERROR",
@@ -117,13 +119,21 @@ def error_response(exc: BaseException, *, debug: bool = False, headers: dict[str
         if not debug:
             message, detail = (STORE_UNAVAILABLE if status == 503 else "internal error"), None
     body: dict[str, Any] = {"error": message}
-    if detail:
-        body["detail"] = detail
     try:
+        if detail:
+            body["detail"] = _wire_detail(detail)
         return JSONResponse(body, status_code=status, headers=headers)
     except (TypeError, ValueError):  # a detail JSON cannot carry (inf, an object): the message still must
         logger.warning("error detail dropped, not JSON-serialisable: %r", detail)
         return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _wire_detail(detail: Any) -> Any:
+    """An error's `detail` as the wire spells it: a mapping's keys in camelCase (the layers below speak Python
+    names), values as JSON (a UTC time as `...Z`, like every wire model)."""
+    if isinstance(detail, Mapping):
+        detail = {wire_name(str(key)): value for key, value in detail.items()}
+    return to_jsonable_python(detail)
 
 
 def validation_error_response(exc: RequestValidationError) -> JSONResponse:

@@ -43,6 +43,7 @@ from agora_agent.observability.events import (
 from agora_agent.service import AgentService
 from agora_agent.web.deps import ContextDep, ServiceDep, error_responses, governance_grant
 from agora_agent.web.routes.governance import ScopeDep, governance_mount_plan
+from agora_agent.web.schemas import wire_dump
 from agora_agent.web.sse import event_source_response
 
 __all__ = ["add_routes"]
@@ -67,7 +68,7 @@ async def inspect(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONResp
     )
     if inspection is None:
         raise NotFoundError("run not found")
-    return JSONResponse(inspection.model_dump(by_alias=True, mode="json"))
+    return JSONResponse(wire_dump(inspection))
 
 
 async def compare(
@@ -82,7 +83,7 @@ async def compare(
     )
     if comparison is None:
         raise NotFoundError("run not found")
-    return JSONResponse(comparison.model_dump(by_alias=True, mode="json"))
+    return JSONResponse(wire_dump(comparison))
 
 
 async def audit(

@@ -48,7 +48,7 @@ from agora_agent.governance.queries import (
 from agora_agent.rag.stats import RetrievalStats
 from agora_agent.service import AgentService
 from agora_agent.web.deps import ActorDep, CallerDep, GrantDep, ServiceDep, error_responses, governance_grant
-from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_name
+from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_dump, wire_name
 
 __all__ = ["add_routes", "governance_mount_plan", "parse_limit"]
 
@@ -135,7 +135,7 @@ def governance_mount_plan(config: AgentConfig) -> tuple[bool, bool, bool]:
 
 
 def _rows(items: list[Any]) -> list[dict[str, Any]]:
-    return [i.model_dump(by_alias=True, mode="json") for i in items]
+    return [wire_dump(i) for i in items]
 
 
 async def _label(directory: Any, targets: list[dict[str, Any]]) -> None:
@@ -231,7 +231,7 @@ async def thread_detail(service: ServiceDep, scope: ScopeDep, thread_id: str) ->
     detail = await queries.thread_detail(thread_id, scope=scope)
     if detail is None:
         raise NotFoundError("thread not found")
-    body = detail.model_dump(by_alias=True, mode="json")
+    body = wire_dump(detail)
     await _label(service.config.actor_directory, [body, *body["runs"]])
     return JSONResponse(body)
 
@@ -262,7 +262,7 @@ async def list_runs(
         ),
         scope=scope,
     )
-    body = page.model_dump(by_alias=True, mode="json")
+    body = wire_dump(page)
     await _label(service.config.actor_directory, body["runs"])
     return JSONResponse(body)
 
@@ -272,7 +272,7 @@ async def run_detail(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONR
     detail = await _queries(service).run_detail(run_id, scope=scope)
     if detail is None:
         raise NotFoundError("run not found")
-    body = detail.model_dump(by_alias=True, mode="json")
+    body = wire_dump(detail)
     await _label(service.config.actor_directory, [body["run"]])
     return JSONResponse(body)
 
@@ -297,7 +297,7 @@ async def tool_stats(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, 
 async def reliability(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
     """Run outcomes and rates, per agent and per day (both days optional)."""
     result = await _queries(service).run_reliability(from_, to, scope=scope)
-    return JSONResponse(result.model_dump(by_alias=True, mode="json"))
+    return JSONResponse(wire_dump(result))
 
 
 async def rag_stats(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, to: ToQ = None) -> JSONResponse:
@@ -307,7 +307,7 @@ async def rag_stats(service: ServiceDep, scope: ScopeDep, from_: FromQ = None, t
     if method is None:
         return JSONResponse({"error": "this governance adapter does not support retrieval stats"}, status_code=501)
     stats: RetrievalStats = await method(from_, to, scope=scope)
-    return JSONResponse(stats.model_dump(by_alias=True, mode="json"))
+    return JSONResponse(wire_dump(stats))
 
 
 async def list_prices(service: ServiceDep) -> JSONResponse:
