@@ -49,6 +49,7 @@ from agora_agent.observability.telemetry import Telemetry
 from agora_agent.rag.inject import InjectRetrieval
 from agora_agent.runners.base import Runner, StreamingRunner
 from agora_agent.runners.inline import InlineRunner
+from agora_agent.runners.transcript import follow_transcript
 from agora_agent.stores.attachments import ReadableAttachmentStore
 from agora_agent.stores.base import (
     AgentStore,
@@ -62,7 +63,6 @@ from agora_agent.stores.base import (
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.frames import StreamEvent
 from agora_agent.streaming.sink import MemoryTokenSink, StreamGap, StreamUnavailable, TokenSink
-from agora_agent.streaming.transcript import follow_transcript
 from agora_agent.tools.discovery import discover_tools
 from agora_agent.tools.registry import ToolRegistry
 from agora_agent.tools.retry import TransientRetry
@@ -550,7 +550,7 @@ class AgentService:
 
         Awaiting it checks the run first, so NotFoundError (unknown run) and ForbiddenError (not the
         caller's) are raised before any frame. A run whose frames this process does not hold replays its
-        stored transcript (streaming/transcript.py).
+        stored transcript (runners/transcript.py).
         """
         run = await self._owned_run(Caller.of(caller), run_id)
         runner = self.runner

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agora_agent.errors import ConfigurationError, ConflictError
+from agora_agent.governance.retrieval_stats import RETRIEVE_TOOL
 from agora_agent.rag.access import RetrievalFilter, acl_filter, resolve_filter
 from agora_agent.rag.retrievers import Retriever
 from agora_agent.rag.types import Passage
@@ -43,8 +44,6 @@ T = TypeVar("T")
 
 RETRIEVE_STEP = "retrieve"
 """The durable step's name (stable across versions, like every step name)."""
-RETRIEVE_TOOL = "retrieve"
-"""The synthetic tool name the audit row carries."""
 CONTEXT_INSTRUCTION = (
     "Use the retrieved context above to answer when relevant, and cite sources by their bracket number."
 )

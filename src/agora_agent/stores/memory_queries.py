@@ -39,8 +39,7 @@ from agora_agent.governance.queries import (
     reliability_of,
     run_summary,
 )
-from agora_agent.rag.inject import RETRIEVE_TOOL
-from agora_agent.rag.stats import RETRIEVAL_WINDOW, RetrievalStats, summarize_retrievals
+from agora_agent.governance.retrieval_stats import RETRIEVAL_WINDOW, RETRIEVE_TOOL, RetrievalStats, summarize_retrievals
 from agora_agent.stores.base import MessageRecord, RunRecord, ToolCallRecord, UsageRecord
 from agora_agent.stores.memory import MemoryAgentStore
 

@@ -52,8 +52,7 @@ from agora_agent.governance.queries import (
     reliability_of,
     run_summary,
 )
-from agora_agent.rag.inject import RETRIEVE_TOOL
-from agora_agent.rag.stats import RETRIEVAL_WINDOW, RetrievalStats, summarize_retrievals
+from agora_agent.governance.retrieval_stats import RETRIEVAL_WINDOW, RETRIEVE_TOOL, RetrievalStats, summarize_retrievals
 from agora_agent.stores.sql.records import run_record
 from agora_agent.stores.sql.tables import (
     MICROS_PER_DAY,

@@ -45,7 +45,7 @@ from agora_agent.governance.queries import (
     UsageTrendPoint,
     clamp_limit,
 )
-from agora_agent.rag.stats import RetrievalStats
+from agora_agent.governance.retrieval_stats import RetrievalStats
 from agora_agent.service import AgentService
 from agora_agent.web.deps import ActorDep, CallerDep, GrantDep, ServiceDep, error_responses, governance_grant
 from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_dump, wire_name

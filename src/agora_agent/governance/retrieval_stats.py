@@ -14,7 +14,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["RETRIEVAL_WINDOW", "RetrievalStats", "RetrievalTrendPoint", "passage_count", "summarize_retrievals"]
+__all__ = [
+    "RETRIEVAL_WINDOW",
+    "RETRIEVE_TOOL",
+    "RetrievalStats",
+    "RetrievalTrendPoint",
+    "passage_count",
+    "summarize_retrievals",
+]
+
+RETRIEVE_TOOL = "retrieve"
+"""The tool name of inject mode's synthetic audit row (one per retrieval; `message_id` is None)."""
 
 RETRIEVAL_WINDOW = 5000
 """At most this many of the newest retrievals in the range are summarised (the reference's window)."""
