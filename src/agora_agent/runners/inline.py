@@ -34,11 +34,11 @@ from agora_agent.loop import (
     RunInput,
     run_agent_loop,
 )
+from agora_agent.runners.transcript import tool_frame
 from agora_agent.secrets import scrub_secrets
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter, TokenSink
-from agora_agent.streaming.transcript import tool_frame
 
 if TYPE_CHECKING:
     from agora_agent.governance.quota import QuotaStore
