@@ -171,10 +171,6 @@ class InlineRunner:
         self._tasks.pop(run_id, None)
 
     async def _execute(self, run: RunInput) -> None:
-        # Let the caller answer first: `chat()` returns into a route that opens the SSE response in the same turn
-        # of the event loop, and on a SQLite file the run's first units (user message, history, prices) run
-        # synchronously — without this yield they would all run before the response's first byte.
-        await asyncio.sleep(0)
         hooks = _Hooks(self, run)
         error: ErrorFrame | None = None
         try:
