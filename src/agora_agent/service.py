@@ -299,6 +299,22 @@ class AgentService:
             redis=sink,
         )
         await runner.launch()
+        if self._backend is not None:  # failover: every process heartbeats; a live one resumes a dead one's runs
+            from agora_agent.runners.leases import LeaseKeeper
+            from agora_agent.stores.sql.leases import SqlLeaseStore
+
+            ttl = runner.config.failover_after
+            self.leases = SqlLeaseStore(self._backend.engine)
+            self.identity = runner.owner_identity()
+            runner.attach_leases(self.leases, self.identity, ttl)
+            self.lease_keeper = LeaseKeeper(
+                self.leases, self.identity, interval=min(self.config.run_lease_interval, ttl / 3), ttl=ttl
+            )
+            self.lease_keeper.add_tick(runner.failover)
+            if self.quota is not None:
+                self.lease_keeper.add_tick(self.quota.release_expired)  # an interrupted model step's reservation
+            await self.lease_keeper.start()
+            await runner.failover()  # at start-up too: a dead process's runs need not wait for a tick
         return runner
 
     async def _own_attachments(self, actor: Actor, attachments: Sequence[Attachment]) -> list[Attachment]:

@@ -1,8 +1,9 @@
 """The app the durable kill tests run under uvicorn (one process per start, killed with SIGKILL).
 
 Environment: AGORA_TEST_STORE (SQLite/PostgreSQL URL), AGORA_TEST_REDIS_PREFIX (stream through Redis
-under this key prefix), AGORA_TEST_LEDGER (a directory the tools write
-their side effects to, one file per effect, named by idempotency key and attempt), AGORA_EXECUTOR_ID.
+under this key prefix), AGORA_TEST_FAILOVER_AFTER (`DurableConfig.failover_after`), AGORA_TEST_LEDGER
+(a directory the tools write their side effects to, one file per effect, named by idempotency key and
+attempt), AGORA_EXECUTOR_ID.
 Markers in the ledger directory tell the test where a run is, so it can kill the process there.
 """
 
@@ -81,7 +82,10 @@ def create_app() -> FastAPI:
         tools=[slow_write, pay],
         store=os.environ["AGORA_TEST_STORE"],
         actor_resolver=HeaderActorResolver(),
-        durable=DurableConfig(executor_id=os.environ.get("AGORA_EXECUTOR_ID", "kill-test")),
+        durable=DurableConfig(
+            executor_id=os.environ.get("AGORA_EXECUTOR_ID", "kill-test"),
+            failover_after=float(os.environ.get("AGORA_TEST_FAILOVER_AFTER", "15")),
+        ),
     )
     service = AgentService.from_config(config)
 

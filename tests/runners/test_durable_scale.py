@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -37,7 +39,8 @@ def wait_until(check: Callable[[], bool], timeout: float = 30) -> float:
 
 
 @pytest.fixture
-def pair(postgres_url: str, redis_prefix: str, tmp_path) -> Iterator[tuple[AppProcess, AppProcess, str, object]]:
+def shared_env(postgres_url: str, redis_prefix: str, tmp_path) -> dict[str, str]:
+    """What every process of the pair is started with: one PostgreSQL database, one Redis prefix, one ledger."""
     import asyncio
 
     from agora_agent.stores.sql import open_sql_backend
@@ -49,18 +52,51 @@ def pair(postgres_url: str, redis_prefix: str, tmp_path) -> Iterator[tuple[AppPr
     asyncio.run(create_schema())
     ledger = tmp_path / "ledger"
     ledger.mkdir()
-    env = {
+    return {
         "AGORA_TEST_STORE": postgres_url,
         "AGORA_TEST_LEDGER": str(ledger),
         "AGORA_TEST_REDIS_PREFIX": redis_prefix,
     }
-    a = AppProcess({**env, "AGORA_EXECUTOR_ID": "proc-a"}).start()
-    b = AppProcess({**env, "AGORA_EXECUTOR_ID": "proc-b"}).start()
+
+
+@pytest.fixture
+def pair(shared_env: dict[str, str]) -> Iterator[tuple[AppProcess, AppProcess, str, Path]]:
+    a = AppProcess({**shared_env, "AGORA_EXECUTOR_ID": "proc-a"}).start()
+    b = AppProcess({**shared_env, "AGORA_EXECUTOR_ID": "proc-b"}).start()
     try:
-        yield a, b, postgres_url, ledger
+        yield a, b, shared_env["AGORA_TEST_STORE"], Path(shared_env["AGORA_TEST_LEDGER"])
     finally:
         a.stop()
         b.stop()
+
+
+@pytest.fixture
+def on_a(
+    shared_env: dict[str, str],
+) -> Iterator[Callable[[str, Callable[[str], bool]], tuple[AppProcess, AppProcess, str]]]:
+    """`start(message, until)`: chat on A alone, wait until `until(run_id)`, check A executes the run, then
+    start B (any process dequeues a run, so B starts only once A holds it)."""
+    procs: list[AppProcess] = []
+    url = shared_env["AGORA_TEST_STORE"]
+
+    def start(message: str, until: Callable[[str], bool]) -> tuple[AppProcess, AppProcess, str]:
+        a = AppProcess({**shared_env, "AGORA_EXECUTOR_ID": "proc-a"}).start()
+        procs.append(a)
+        run_id = a.chat(message)
+        wait_until(lambda: until(run_id))
+        assert executor_of(url, run_id) == "proc-a"
+        b = AppProcess({**shared_env, "AGORA_EXECUTOR_ID": "proc-b"}).start()
+        procs.append(b)
+        return a, b, run_id
+
+    yield start
+    for proc in procs:
+        proc.stop()
+
+
+def executor_of(url: str, run_id: str) -> str | None:
+    rows = pg_query(url, "SELECT executor_id FROM dbos.workflow_status WHERE workflow_uuid = $1", run_id)
+    return str(rows[0][0]) if rows else None
 
 
 def run_status(url: str, run_id: str) -> str:
@@ -68,7 +104,7 @@ def run_status(url: str, run_id: str) -> str:
     return str(rows[0][0]) if rows else "missing"
 
 
-def test_two_processes_share_runs(pair: tuple[AppProcess, AppProcess, str, object]) -> None:
+def test_two_processes_share_runs(pair: tuple[AppProcess, AppProcess, str, Path]) -> None:
     a, b, url, ledger = pair
     # chat on A, stream on B resuming after frame 3
     streaming = a.chat("stream a long answer")
@@ -95,3 +131,60 @@ def test_two_processes_share_runs(pair: tuple[AppProcess, AppProcess, str, objec
     events = a.stream(tooling)  # A's stream ends too
     assert events[-1][0] == "done"
     assert not list(ledger.glob(f"effect-{tooling}*"))
+
+
+def test_kill_a_mid_run_and_b_finishes_it(
+    on_a: Callable[[str, Callable[[str], bool]], tuple[AppProcess, AppProcess, str]], shared_env: dict[str, str]
+) -> None:
+    """Failover with the default settings: A is SIGKILLed inside a tool; B (alive, heartbeating) sees A's
+    lease lapse, resumes the run from its last checkpoint and re-runs the tool once (attempt 2)."""
+    url, ledger = shared_env["AGORA_TEST_STORE"], Path(shared_env["AGORA_TEST_LEDGER"])
+    a, b, run_id = on_a("run the tool", lambda _run: (ledger / "tool-attempt-1").exists())
+    a.kill()
+    try:
+        took = wait_until(lambda: run_status(url, run_id) == "completed", timeout=30)
+    except AssertionError:
+        print("B:", "".join(b.output))
+        raise
+    print(f"\nB finished A's run {took:.1f} s after A was killed")
+    assert (ledger / "tool-attempt-2").read_text() == str(b.process.pid if b.process else "")
+    assert [p.name for p in ledger.glob(f"effect-{run_id}*")] == [f"effect-{run_id}:c1"]
+    assert (ledger / f"effect-{run_id}:c1").read_text() == "2"
+    events = b.stream(run_id)  # the whole run, from B: A's frames from the journal, then B's
+    assert tool_statuses(events) == ["started", "executed"]  # "started" was A's, "executed" B's
+    assert text_of(events) == "finished"
+    assert executor_of(url, run_id) == "proc-b"
+
+
+def test_cancel_on_b_a_run_parked_on_a(
+    on_a: Callable[[str, Callable[[str], bool]], tuple[AppProcess, AppProcess, str]], shared_env: dict[str, str]
+) -> None:
+    """A run parked on an approval in A, cancelled on B: A wakes at once (no restart), the run ends
+    `cancelled`, its approval is closed (a late approve is a 409) and the tool never runs."""
+    url, ledger = shared_env["AGORA_TEST_STORE"], Path(shared_env["AGORA_TEST_LEDGER"])
+
+    def parked(run_id: str) -> bool:
+        return bool(pg_query(url, "SELECT 1 FROM agent_approval WHERE run_id = $1 AND status = 'pending'", run_id))
+
+    a, b, run_id = on_a("please approve a payment", parked)
+    watching: list[list[tuple[str, str, str]]] = []
+    watcher = threading.Thread(target=lambda: watching.append(a.stream(run_id, timeout=20)))
+    watcher.start()  # a client following the run on A, from before the cancel
+    time.sleep(0.5)
+    cancelled_at = time.monotonic()
+    cancelled = b.post(f"/agent/chat/{run_id}/cancel", {})
+    assert cancelled.status_code == 200 and cancelled.json()["cancelled"] is True
+    watcher.join(20)
+    took = time.monotonic() - cancelled_at
+    assert watching and watching[0][-1][0] == "done"  # A's stream of the run ended, without a restart
+    assert tool_statuses(watching[0]) == ["pending_approval"]
+    assert run_status(url, run_id) == "cancelled"
+    assert pg_query(url, "SELECT status FROM agent_approval WHERE run_id = $1", run_id) == [("expired",)]
+    assert pg_query(url, "SELECT status FROM agent_tool_call WHERE run_id = $1", run_id) == [("expired",)]
+    statuses = "SELECT status FROM dbos.workflow_status WHERE workflow_uuid = $1"
+    assert pg_query(url, statuses, run_id) == [("CANCELLED",)]
+    late = a.post("/agent/tool-call/approve", {"runId": run_id, "toolCallId": "c1"})
+    assert late.status_code == 409, late.text
+    time.sleep(1)
+    assert not list(ledger.glob(f"effect-{run_id}*"))
+    print(f"\nA let go of the parked run {took:.2f} s after the cancel on B")

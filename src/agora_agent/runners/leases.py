@@ -89,6 +89,10 @@ class LeaseStore(Protocol):
         `run_id` restricts the answer to that run; `durable` picks inline (False) or durable runs."""
         ...
 
+    async def live_owners(self, *, now: datetime, host: str, alive: Callable[[int], bool]) -> list[str]:
+        """Ids of the processes whose lease holds at `now` (a dead pid on `host` does not count)."""
+        ...
+
 
 class LeaseKeeper:
     """Renews this process's lease every `interval` seconds and calls every tick callback after each renewal.

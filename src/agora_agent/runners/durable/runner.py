@@ -53,7 +53,7 @@ from agora_agent.streaming.sink import StreamGap, StreamUnavailable
 
 try:
     from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, StepOptions
-    from dbos._error import DBOSWorkflowCancelledError
+    from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
     from dbos._serialization import DBOSPortableJSONSerializer
 except ImportError as exc:  # pragma: no cover - exercised by the config test in a venv without the extra
     raise ConfigurationError(
@@ -401,10 +401,20 @@ class DurableRunner:
     # -- failover ----------------------------------------------------------------------------------
 
     def attach_leases(self, leases: Any, identity: Any, ttl: float) -> None:
-        """Reuse the service's process heartbeat (runners/leases.py) for failover: call `failover` per tick."""
+        """Reuse the service's process heartbeat (runners/leases.py) for failover: call `failover` per tick.
+
+        `identity.id` must start with `<executor id>|` (see `owner_identity`): that is how a process tells
+        whether the executor a workflow is PENDING on still has a live process."""
         self.leases = leases
         self.identity = identity
         self.lease_ttl = ttl
+
+    def owner_identity(self) -> Any:
+        """This process as a lease owner: `<executor id>|<host>:<pid>:<random>` (a fresh one per start)."""
+        from agora_agent.runners.leases import ProcessIdentity  # type: ignore[import-not-found,unused-ignore]
+
+        base = ProcessIdentity()
+        return ProcessIdentity(host=base.host, pid=base.pid, id=f"{self.executor_id}|{base.id}")
 
     async def _claim(self, run_id: str) -> None:
         if self.leases is not None and self.identity is not None:
@@ -413,30 +423,70 @@ class DurableRunner:
     async def failover(self) -> int:
         """Resume the runs of processes whose heartbeat stopped (OSS DBOS does not, notes P3).
 
-        A run is taken over by compare-and-set on its owner row, so one live process wins; its workflow,
-        still PENDING on the dead executor, is resumed from its last checkpoint (`resume_workflow`: the
-        queue hands it to a process of this version — usually this one). Returns how many were resumed.
+        Called on every lease tick. A run is a candidate when its owner's lease lapsed (or its owner is
+        a dead pid on this host). It is resumed only when its workflow is PENDING on an executor with no
+        live process at all — a restarted process with the same executor id recovers its own runs, and
+        two executions of one run must never overlap. The owner row is moved by compare-and-set, so one
+        live process wins; the workflow (and its PENDING children) are then resumed from their last
+        checkpoint (`resume_workflow`: any process of this application version dequeues them, and that
+        process claims the run). Returns how many runs were resumed.
         """
-        if self.leases is None or self.identity is None:
+        if self.leases is None or self.identity is None or not self._launched:
             return 0
         from agora_agent.runners.leases import pid_alive  # type: ignore[import-not-found,unused-ignore]
 
+        now = datetime.now(UTC)
         lapsed = await self.leases.lapsed_runs(
-            now=datetime.now(UTC), ttl=self.lease_ttl, host=self.identity.host, alive=pid_alive, durable=True
+            now=now, ttl=self.lease_ttl, host=self.identity.host, alive=pid_alive, durable=True
         )
+        if not lapsed:
+            return 0
+        live = {
+            owner.split("|", 1)[0]
+            for owner in await self.leases.live_owners(now=now, host=self.identity.host, alive=pid_alive)
+            if "|" in owner
+        }
+        live.add(self.executor_id)  # DBOS recovers this executor's own runs at launch
         resumed = 0
         for run_id, owner in lapsed:
             if self.is_active(run_id):
-                continue  # executing here (a restart of this executor recovered it)
-            status = await DBOS.get_workflow_status_async(run_id)
-            if status is None or status.status != "PENDING" or status.executor_id == self.executor_id:
-                continue  # queued (someone will dequeue it), finished, or DBOS's own recovery of this executor
+                continue
+            status = await _detached(DBOS.get_workflow_status_async(run_id))
+            if status is None:
+                await self._close_orphan(run_id, owner)
+                continue
+            if status.status != "PENDING" or status.executor_id in live or status.parent_workflow_id:
+                continue  # queued (someone dequeues it), finished, executing on a live process, or a child
             if not await self.leases.take_over(run_id, self.identity.id, owner):
                 continue  # another live process won
-            logger.warning("run %s: its process (%s) stopped; resuming it here", run_id, owner or "unknown")
-            await DBOS.resume_workflow_async(run_id)
+            logger.warning(
+                "run %s: its process (%s, executor %s) stopped; resuming it", run_id, owner or "?", status.executor_id
+            )
+            await self._resume_tree(run_id, live)
             resumed += 1
         return resumed
+
+    async def _resume_tree(self, run_id: str, live: set[str]) -> None:
+        """Resume a workflow and its children that are PENDING on dead executors (a resumed parent waits
+        for its children, which DBOS would otherwise leave PENDING on the dead executor)."""
+        children = await _detached(
+            DBOS.list_workflows_async(parent_workflow_id=run_id, status="PENDING", load_input=False, load_output=False)
+        )
+        for child in children:
+            if child.executor_id not in live:
+                await self._resume_tree(child.workflow_id, live)
+        await _detached(DBOS.resume_workflow_async(run_id))
+
+    async def _close_orphan(self, run_id: str, owner: str | None) -> None:
+        """A `running` run row without a workflow: its process stopped between the two writes (rows
+        written before the runner enqueued first). Nothing ran; say so instead of leaving it running."""
+        record = await self.store.get_run(run_id)
+        if record is None or record.parent_run_id is not None:
+            return  # a child's row precedes its workflow by design: the parent starts it when it resumes
+        if self.leases is not None and await self.leases.take_over(run_id, self.identity.id, owner):
+            message = "the process stopped before the run was handed to the durable engine; send the message again"
+            if await self.store.record_run_end(run_id, status="failed", error=message):
+                logger.warning("run %s: %s", run_id, message)
 
     # -- runs --------------------------------------------------------------------------------------
 
@@ -483,12 +533,17 @@ class DurableRunner:
                 logger.exception("run %s failed", run_id)
                 message = str(exc) or type(exc).__name__
                 await self._fail(hooks, run_id, message, ErrorFrame(message=self._public(exc), code=type(exc).__name__))
-        except (asyncio.CancelledError, DBOSWorkflowCancelledError):
+        except (asyncio.CancelledError, DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError):
+            # Cancelled here or in another process (a parked run is woken by the cancel's message and its
+            # next checkpoint finds it cancelled — DBOS reports that as a lost ownership), or a shutdown.
             if not self._closing:
-                with contextlib.suppress(Exception):
-                    await self.store.record_run_end(run_id, status="cancelled")
-                if not nested:
-                    await self._end_stream(run_id)
+                if await self._is_cancelled(run_id):
+                    with contextlib.suppress(Exception):
+                        await self.store.record_run_end(run_id, status="cancelled")
+                    if not nested:
+                        await self._end_stream(run_id)
+                elif not nested:
+                    self.live.end(run_id)  # another execution owns the run now: it ends the shared stream
             raise
         finally:
             self._tasks.pop(run_id, None)
@@ -498,6 +553,12 @@ class DurableRunner:
         else:
             await self._end_stream(run_id)
         return {"status": status, "text": text, "f": frames}
+
+    async def _is_cancelled(self, run_id: str) -> bool:
+        with contextlib.suppress(Exception):
+            status = await _detached(DBOS.get_workflow_status_async(run_id))
+            return status is not None and status.status == "CANCELLED"
+        return False  # the system database does not answer: leave the run row as it is
 
     async def _fail(self, hooks: _Hooks, run_id: str, message: str, frame: ErrorFrame) -> None:
         await hooks.step(
@@ -580,17 +641,23 @@ class DurableRunner:
         """End the run `cancelled`, close its pending approvals (a late decision is a 409), and cancel its
         workflow and its children wherever they execute."""
         changed = await self.store.record_run_end(run_id, status="cancelled")
+        parked: list[str] = []
         for call in await self.store.list_tool_calls(run_id=run_id):
             if call.status == "pending_approval":
                 _, closed = await self.store.decide_approval(
                     run_id, call.id, status="expired", decided_by=None, reason=CANCELLED_REASON
                 )
                 if closed:
+                    parked.append(call.id)
                     await self.store.update_tool_call(
                         run_id, call.id, ToolCallPatch(status="expired", error=CANCELLED_REASON)
                     )
         with contextlib.suppress(Exception):
             await DBOS.cancel_workflow_async(run_id, cancel_children=True)
+        for call_id in parked:
+            # A run parked in another process waits in `recv`, where DBOS does not look at the status:
+            # the wake-up makes it take its next step, which finds the workflow cancelled and ends it.
+            await self.signal(run_id, call_id)
         task = self._tasks.get(run_id)
         if task is not None and not task.done():
             task.cancel()  # do not wait for DBOS's poll to notice: stop the model call or tool now

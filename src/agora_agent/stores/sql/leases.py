@@ -120,6 +120,14 @@ class SqlLeaseStore:
                 run.c.status == "running",
                 run.c.durable.is_(sa.true()) if durable else run.c.durable.is_(sa.false()),
                 *([run.c.id == run_id] if run_id is not None else []),
+                # Only candidates count toward the limit: a thousand runs parked on live owners must not
+                # hide a lapsed one (the dead-pid check on this host is made below).
+                sa.or_(
+                    run_owner.c.owner_id.is_(None),
+                    process.c.expires_at.is_(None),
+                    process.c.expires_at < now,
+                    process.c.host == host,
+                ),
             )
             .order_by(run.c.started_at, run.c.id)
             .limit(limit * 4)
@@ -139,3 +147,17 @@ class SqlLeaseStore:
             if len(lapsed) >= limit:
                 break
         return lapsed
+
+    async def live_owners(self, *, now: datetime, host: str, alive: Callable[[int], bool]) -> list[str]:
+        """Ids of the processes whose lease holds at `now` (a dead pid on `host` does not count)."""
+        stmt = sa.select(process.c.id, process.c.host, process.c.pid).where(process.c.expires_at >= now)
+
+        async def read() -> list[tuple[Any, ...]]:
+            async with self.engine.connect() as conn:
+                return [tuple(row) for row in (await conn.execute(stmt)).all()]
+
+        return [
+            found
+            for found, owner_host, pid in await retry_transient(read)
+            if not (owner_host == host and pid is not None and not alive(pid))
+        ]
