@@ -47,7 +47,7 @@ from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
 from agora_agent.rag.inject import InjectRetrieval
-from agora_agent.runners.base import Runner, StreamingRunner
+from agora_agent.runners.base import RecordingRunner, Runner, StreamingRunner
 from agora_agent.runners.inline import InlineRunner
 from agora_agent.runners.transcript import follow_transcript
 from agora_agent.stores.attachments import ReadableAttachmentStore
@@ -526,34 +526,34 @@ class AgentService:
                 thread_id=new_thread_id,
             )
         run_id = uuid.uuid4().hex
+        record = RunRecord(
+            id=run_id,
+            thread_id=thread.id,
+            agent_name=definition.name,
+            actor_ref=actor.id,
+            tenant_ref=actor.tenant_ref,
+            started_at=datetime.now(UTC),
+            durable=bool(self.config.durable),
+        )
+        run_input = RunInput(
+            run_id=run_id,
+            thread_id=thread.id,
+            actor=actor,
+            user_text=message,
+            day=day,
+            agent_name=definition.name,
+            persona_id=persona,
+            page_context=page_context,
+            attachments=tuple(attachments),
+            ui_capabilities=frozenset(ui_capabilities) if ui_capabilities is not None else None,
+        )
+        if isinstance(runner, RecordingRunner):  # durable: workflow first, so a crash in between loses no run
+            await runner.start_recorded(run_input, record)
+            return ChatStarted(run_id=run_id, thread_id=thread.id)
         if isinstance(runner, InlineRunner):
             await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns
-        await self.store.record_run_start(
-            RunRecord(
-                id=run_id,
-                thread_id=thread.id,
-                agent_name=definition.name,
-                actor_ref=actor.id,
-                tenant_ref=actor.tenant_ref,
-                started_at=datetime.now(UTC),
-                durable=bool(self.config.durable),
-            ),
-            active_stream=True,
-        )
-        await runner.start(
-            RunInput(
-                run_id=run_id,
-                thread_id=thread.id,
-                actor=actor,
-                user_text=message,
-                day=day,
-                agent_name=definition.name,
-                persona_id=persona,
-                page_context=page_context,
-                attachments=tuple(attachments),
-                ui_capabilities=frozenset(ui_capabilities) if ui_capabilities is not None else None,
-            )
-        )
+        await self.store.record_run_start(record, active_stream=True)
+        await runner.start(run_input)
         return ChatStarted(run_id=run_id, thread_id=thread.id)
 
     async def subscribe(

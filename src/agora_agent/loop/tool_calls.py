@@ -14,13 +14,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Literal
 
-from agora_agent.errors import ToolError
+from agora_agent.errors import ConflictError, ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
 from agora_agent.loop.interface import ApprovalDecision, PendingApproval
 from agora_agent.messages import ToolCall, ToolResult
-from agora_agent.stores.base import ApprovalRecord, ToolCallPatch, ToolCallRecord
+from agora_agent.stores.base import AgentStore, ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.registry import AuthorizedCall
@@ -124,7 +124,7 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
         async def refuse() -> None:
             decision = refused.policy_decision or "refused"
             with deps.telemetry.tool_span(run, call, kind=kind, decision=decision, status="failed"):
-                await deps.store.record_tool_call(refused)
+                await _record_once(deps.store, refused)
 
         await hooks.step(f"persist:toolfail:{call.id}", refuse)
         return await _failed(state, call, kind, message, input=call.input)
@@ -135,10 +135,27 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
         return await _run_action(state, call, authorized, ctx, base_record)
     await hooks.step(
         f"persist:toolcall:{call.id}",
-        lambda: deps.store.record_tool_call(base_record("started", policy_decision="allowed")),
+        lambda: _record_once(deps.store, base_record("started", policy_decision="allowed")),
     )
     await _frame(state, call, kind, "started", input=authorized.args)
     return await _execute(state, call, kind, authorized, ctx, decided_by=None)
+
+
+async def _record_once(store: AgentStore, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
+    """Insert the audit row (and its approval). A row of this very call — same run, id, assistant message,
+    tool and input — already stored means an earlier attempt of this step committed and only its outcome
+    was lost (a durable step re-run after a crash, a unit retried after a dropped connection): nothing is
+    written twice, and the step goes on from the stored row (an approval decided meanwhile stands)."""
+    try:
+        await store.record_tool_call(record, approval)
+    except ConflictError:
+        stored = await store.get_tool_call(record.run_id, record.id)
+        if stored is None or (stored.message_id, stored.tool_name, stored.input) != (
+            record.message_id,
+            record.tool_name,
+            record.input,
+        ):
+            raise  # another call under the same id: a real conflict
 
 
 def _tool_step(
@@ -259,7 +276,8 @@ async def _run_action(
 
     async def park() -> None:
         # Tool-call row and approval in one transaction: once the `tool` frame is out, a decision can land.
-        await deps.store.record_tool_call(
+        await _record_once(
+            deps.store,
             base_record("pending_approval", policy_decision="allowed"),
             ApprovalRecord(
                 run_id=run.run_id,
@@ -348,12 +366,12 @@ async def _delegate(
         message = f'Tool "{call.name}": delegation depth limit of {deps.max_delegation_depth} reached; answer directly'
         await hooks.step(
             f"persist:toolfail:{call.id}",
-            lambda: deps.store.record_tool_call(base_record("failed", error=message, policy_decision="depth_limit")),
+            lambda: _record_once(deps.store, base_record("failed", error=message, policy_decision="depth_limit")),
         )
         return await _failed(state, call, "agent", message)
     await hooks.step(
         f"persist:toolcall:{call.id}",
-        lambda: deps.store.record_tool_call(base_record("started", policy_decision="allowed")),
+        lambda: _record_once(deps.store, base_record("started", policy_decision="allowed")),
     )
     await _frame(state, call, "agent", "started", input=authorized.args)
     started = time.perf_counter()

@@ -77,6 +77,7 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
             run_id=run.run_id,
             persona=persona.id if persona else None,
             attachments=list(run.attachments) or None,
+            message_id=str(uuid.uuid5(_STEP_IDS, f"{run.run_id}/user")),  # a replayed step writes it once
         ),
     )
     thread_title, history = await hooks.step("load:thread", lambda: load_history(store, run.thread_id, deps.history))

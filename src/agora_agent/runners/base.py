@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 from typing import Protocol, runtime_checkable
 
 from agora_agent.loop import ApprovalDecision, RunInput
+from agora_agent.stores.base import RunRecord
 from agora_agent.streaming.frames import StreamEvent
 
-__all__ = ["Runner", "StreamingRunner"]
+__all__ = ["RecordingRunner", "Runner", "StreamingRunner"]
 
 
 @runtime_checkable
@@ -50,4 +51,15 @@ class StreamingRunner(Runner, Protocol):
 
     async def stream(self, run_id: str, *, after: int | None = None) -> AsyncIterator[StreamEvent]:
         """The run's frames with id > `after`, then live ones until the run ends."""
+        ...
+
+
+@runtime_checkable
+class RecordingRunner(Runner, Protocol):
+    """A runner that writes the run row itself, after it has made the run durable (the durable runner:
+    a process that dies between the two writes leaves a workflow that writes the row, never a row
+    without a run)."""
+
+    async def start_recorded(self, run: RunInput, record: RunRecord) -> str:
+        """Schedule the run, then write `record` (as the thread's active stream); return the run id."""
         ...

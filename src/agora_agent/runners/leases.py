@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -87,6 +87,10 @@ class LeaseStore(Protocol):
     ) -> list[tuple[str, str | None]]:
         """`(run_id, owner_id)` of `running` runs whose owner lapsed (owner None: never claimed);
         `run_id` restricts the answer to that run; `durable` picks inline (False) or durable runs."""
+        ...
+
+    async def owners(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """The recorded owner of each of these runs (a run without an owner row is left out)."""
         ...
 
     async def live_owners(self, *, now: datetime, host: str, alive: Callable[[int], bool]) -> list[str]:

@@ -309,7 +309,11 @@ class AgentStore(Protocol):
         tool_calls: Sequence[ToolCall] | None = None,
         attachments: Sequence[Attachment] | None = None,
         usage: dict[str, Any] | None = None,
-    ) -> MessageRecord: ...
+        message_id: str | None = None,
+    ) -> MessageRecord:
+        """Append a message (a new id, or `message_id`: then written once — a message already stored under
+        that id is returned unchanged, so a replayed durable step never adds a second copy)."""
+        ...
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]: ...
 

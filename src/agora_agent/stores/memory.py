@@ -220,14 +220,17 @@ class MemoryAgentStore:
         tool_calls: Sequence[ToolCall] | None = None,
         attachments: Sequence[Attachment] | None = None,
         usage: dict[str, Any] | None = None,
+        message_id: str | None = None,
     ) -> MessageRecord:
-        """Append a message and bump the thread's `updated_at`.
+        """Append a message and bump the thread's `updated_at`; with `message_id`, at most once.
 
         Raises NotFoundError when the thread is unknown or deleted.
         """
+        if message_id is not None and message_id in self._message_ids:
+            return next(_clone(m) for m in self._messages[thread_id] if m.id == message_id)
         return self._append(
             thread_id=thread_id,
-            message_id=uuid.uuid4().hex,
+            message_id=message_id or uuid.uuid4().hex,
             role=role,
             content=content,
             run_id=run_id,

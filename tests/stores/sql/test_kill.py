@@ -47,17 +47,21 @@ def paid(ledger: Path) -> int:
             return 0
 
 
-def start_child(url: str, ledger: Path, seed: int) -> subprocess.Popen[str]:
+def start_child(
+    url: str, ledger: Path, seed: int, *extra: str, module: str = "tests.stores.sql.kill_child", ready: bool = True
+) -> subprocess.Popen[str]:
+    """Start `python -m module url ledger seed *extra`; with `ready`, wait for its `ready` line."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "tests.stores.sql.kill_child", url, str(ledger), str(seed)],
+        [sys.executable, "-m", module, url, str(ledger), str(seed), *extra],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     assert child.stdout is not None
-    line = child.stdout.readline()  # blocks until the service is up (or the child died)
-    assert line.strip() == "ready", f"child did not start: {line!r} (exit {child.poll()})"
+    if ready:
+        line = child.stdout.readline()  # blocks until the service is up (or the child died)
+        assert line.strip() == "ready", f"child did not start: {line!r} (exit {child.poll()})"
     return child
 
 

@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from agora_agent.errors import AgoraError, ConfigurationError, NotFoundError, QuotaExceededError, RunError
+from agora_agent.errors import (
+    AgoraError,
+    ConfigurationError,
+    ConflictError,
+    NotFoundError,
+    QuotaExceededError,
+    RunError,
+)
 from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
 from agora_agent.runners.durable.codec import decode, encode
 from agora_agent.runners.durable.live import LiveFrames
@@ -310,6 +317,7 @@ class DurableRunner:
         self.identity: Any = None
         self.lease_ttl = config.failover_after
         self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._recorded: set[str] = set()  # run rows start_recorded wrote whose workflow has not begun here
         self._workflow: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] | None = None
         self._launched = False
         self._closing = False
@@ -423,40 +431,48 @@ class DurableRunner:
     async def failover(self) -> int:
         """Resume the runs of processes whose heartbeat stopped (OSS DBOS does not, notes P3).
 
-        Called on every lease tick. A run is a candidate when its owner's lease lapsed (or its owner is
-        a dead pid on this host). It is resumed only when its workflow is PENDING on an executor with no
-        live process at all — a restarted process with the same executor id recovers its own runs, and
-        two executions of one run must never overlap. The owner row is moved by compare-and-set, so one
-        live process wins; the workflow (and its PENDING children) are then resumed from their last
-        checkpoint (`resume_workflow`: any process of this application version dequeues them, and that
-        process claims the run). Returns how many runs were resumed.
+        Called on every lease tick. A run is resumed when its workflow is PENDING on an executor with no
+        live process at all (no unexpired heartbeat; a dead pid on this host does not count) — a
+        restarted process with the same executor id recovers its own runs, and two executions of one
+        run must never overlap. Found through DBOS, not the run row: a run killed after its last step
+        has its row ended but its workflow's outcome (and last frames) still to record. The owner row
+        is moved by compare-and-set, so one live process wins; the workflow and its PENDING children
+        are then resumed from their last checkpoint (`resume_workflow`: any process of this application
+        version dequeues them, and that process claims the run). Returns how many runs were resumed.
         """
         if self.leases is None or self.identity is None or not self._launched:
             return 0
         from agora_agent.runners.leases import pid_alive  # type: ignore[import-not-found,unused-ignore]
 
-        now = datetime.now(UTC)
-        lapsed = await self.leases.lapsed_runs(
-            now=now, ttl=self.lease_ttl, host=self.identity.host, alive=pid_alive, durable=True
+        pending = await _detached(
+            DBOS.list_workflows_async(
+                status="PENDING",
+                name="agora.run",
+                app_version=self.config.application_version,
+                has_parent=False,
+                load_input=False,
+                load_output=False,
+            )
         )
-        if not lapsed:
+        if not pending:
             return 0
-        live = {
+        now = datetime.now(UTC)
+        live = {self.executor_id}  # DBOS recovers this executor's own runs at launch
+        live.update(
             owner.split("|", 1)[0]
             for owner in await self.leases.live_owners(now=now, host=self.identity.host, alive=pid_alive)
             if "|" in owner
-        }
-        live.add(self.executor_id)  # DBOS recovers this executor's own runs at launch
+        )
+        orphaned = [w for w in pending if w.executor_id not in live and not self.is_active(w.workflow_id)]
+        if not orphaned:
+            return 0
+        owners = await self.leases.owners([w.workflow_id for w in orphaned])
         resumed = 0
-        for run_id, owner in lapsed:
-            if self.is_active(run_id):
-                continue
-            status = await _detached(DBOS.get_workflow_status_async(run_id))
-            if status is None:
-                await self._close_orphan(run_id, owner)
-                continue
-            if status.status != "PENDING" or status.executor_id in live or status.parent_workflow_id:
-                continue  # queued (someone dequeues it), finished, executing on a live process, or a child
+        for status in orphaned:
+            run_id = status.workflow_id
+            owner = owners.get(run_id)
+            if owner is not None and owner.split("|", 1)[0] in live:
+                continue  # just taken over (or dequeued and claimed) by a live process
             if not await self.leases.take_over(run_id, self.identity.id, owner):
                 continue  # another live process won
             logger.warning(
@@ -477,17 +493,6 @@ class DurableRunner:
                 await self._resume_tree(child.workflow_id, live)
         await _detached(DBOS.resume_workflow_async(run_id))
 
-    async def _close_orphan(self, run_id: str, owner: str | None) -> None:
-        """A `running` run row without a workflow: its process stopped between the two writes (rows
-        written before the runner enqueued first). Nothing ran; say so instead of leaving it running."""
-        record = await self.store.get_run(run_id)
-        if record is None or record.parent_run_id is not None:
-            return  # a child's row precedes its workflow by design: the parent starts it when it resumes
-        if self.leases is not None and await self.leases.take_over(run_id, self.identity.id, owner):
-            message = "the process stopped before the run was handed to the durable engine; send the message again"
-            if await self.store.record_run_end(run_id, status="failed", error=message):
-                logger.warning("run %s: %s", run_id, message)
-
     # -- runs --------------------------------------------------------------------------------------
 
     async def start(self, run: RunInput) -> str:
@@ -497,13 +502,41 @@ class DurableRunner:
         and, with `tenant_concurrency`, at most that many per tenant across all processes; the others
         wait `queued`. Any process of this application version may dequeue it.
         """
+        await self._enqueue({"run": encode(run)}, run)
+        return run.run_id
+
+    async def start_recorded(self, run: RunInput, record: RunRecord) -> str:
+        """Enqueue the workflow, then write the run row. The workflow carries the row and writes it
+        itself when it finds none — the process died between the two writes — so no crash leaves a
+        run row without a run, nor a run without its row."""
+        await self._enqueue({"run": encode(run), "row": encode(record)}, run)
+        try:
+            await self.store.record_run_start(record, active_stream=True)
+        except ConflictError:
+            if await self.store.get_run(run.run_id) is None:
+                raise  # not our row (its thread went away)
+            # else: dequeued at once (maybe elsewhere) and its workflow wrote the row first
+        self._recorded.add(run.run_id)
+        return run.run_id
+
+    async def _enqueue(self, payload: dict[str, Any], run: RunInput) -> None:
         assert self._workflow is not None, "DurableRunner.launch() was not called"
         options: dict[str, Any] = {}
         if self.config.tenant_concurrency is not None:
             options["queue_partition_key"] = run.actor.tenant_ref or "-"
         with SetWorkflowID(run.run_id), SetEnqueueOptions(**options):
-            await DBOS.enqueue_workflow_async(QUEUE, self._workflow, {"run": encode(run)})
-        return run.run_id
+            await DBOS.enqueue_workflow_async(QUEUE, self._workflow, payload)
+
+    async def _ensure_row(self, run_id: str, row: Any) -> None:
+        """The run row exists before the loop's first step (see `start_recorded`)."""
+        if run_id in self._recorded:
+            self._recorded.discard(run_id)  # written by this process's start_recorded
+            return
+        if await _detached(self.store.get_run(run_id)) is not None:
+            return
+        logger.warning("run %s: its process stopped before writing the run row; writing it now", run_id)
+        with contextlib.suppress(ConflictError):  # written meanwhile by start_recorded
+            await _detached(self.store.record_run_start(decode(row), active_stream=True))
 
     async def _execute(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The workflow body: one execution of one run (first run, or a replay after a recovery)."""
@@ -511,6 +544,8 @@ class DurableRunner:
         nested = bool(payload.get("nested"))
         run_id = run.run_id
         recorded = await self._recorded_steps(run_id)
+        if "row" in payload:
+            await self._ensure_row(run_id, payload["row"])
         if not nested:  # a first execution here sees every frame from frame 1
             self.live.open(run_id, whole=recorded == 0)
             await self._claim(run_id)
@@ -581,12 +616,19 @@ class DurableRunner:
                 self.deps_for(agent_name)
             except NotFoundError:
                 return f'(no agent named "{agent_name}" is configured)'
-            thread = await store.create_thread(
-                actor_ref=parent.actor.id, tenant_ref=parent.actor.tenant_ref, persona="default", transient=True
-            )
+            child_id = f"{parent.run_id}-agent-{n}"
+            existing = await store.get_run(child_id)  # an earlier attempt of this step committed (a replay)
+            if existing is not None:
+                thread_id = existing.thread_id
+            else:
+                thread_id = (
+                    await store.create_thread(
+                        actor_ref=parent.actor.id, tenant_ref=parent.actor.tenant_ref, persona="default", transient=True
+                    )
+                ).id
             child = RunInput(
-                run_id=f"{parent.run_id}-agent-{n}",
-                thread_id=thread.id,
+                run_id=child_id,
+                thread_id=thread_id,
                 actor=parent.actor,
                 user_text=task,
                 day=parent.day,
@@ -594,10 +636,12 @@ class DurableRunner:
                 parent_run_id=parent.run_id,
                 depth=parent.depth + 1,
             )
+            if existing is not None:
+                return child
             await store.record_run_start(
                 RunRecord(
                     id=child.run_id,
-                    thread_id=thread.id,
+                    thread_id=thread_id,
                     agent_name=agent_name,
                     actor_ref=parent.actor.id,
                     tenant_ref=parent.actor.tenant_ref,

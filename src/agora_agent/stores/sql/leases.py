@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -147,6 +147,18 @@ class SqlLeaseStore:
             if len(lapsed) >= limit:
                 break
         return lapsed
+
+    async def owners(self, run_ids: Sequence[str]) -> dict[str, str]:
+        """The recorded owner of each of these runs (a run without an owner row is left out)."""
+        if not run_ids:
+            return {}
+        stmt = sa.select(run_owner.c.run_id, run_owner.c.owner_id).where(run_owner.c.run_id.in_(list(run_ids)))
+
+        async def read() -> dict[str, str]:
+            async with self.engine.connect() as conn:
+                return {str(r): str(o) for r, o in (await conn.execute(stmt)).all()}
+
+        return await retry_transient(read)
 
     async def live_owners(self, *, now: datetime, host: str, alive: Callable[[int], bool]) -> list[str]:
         """Ids of the processes whose lease holds at `now` (a dead pid on `host` does not count)."""

@@ -303,10 +303,11 @@ class SqlAgentStore:
         tool_calls: Sequence[ToolCall] | None = None,
         attachments: Sequence[Attachment] | None = None,
         usage: dict[str, Any] | None = None,
+        message_id: str | None = None,
     ) -> MessageRecord:
         now = _now()
         record = MessageRecord(
-            id=_new_id(),
+            id=message_id or _new_id(),
             thread_id=thread_id,
             role=role,
             content=content,
@@ -318,15 +319,28 @@ class SqlAgentStore:
             created_at=now,
         )
         values = _message_values(record, tool_calls, attachments)
-        if self._postgres:
-            params = {**pg_steps.message_params(values), "m_created_at_bump": values["created_at"]}
+        try:
+            if self._postgres:  # insert once already: a replayed message is reported, not written
+                params = {**pg_steps.message_params(values), "m_created_at_bump": values["created_at"]}
 
-            def one_statement(conn: sa.Connection) -> None:
-                _live_and_new(conn.execute(pg_steps.append_message_statement(), params).one(), thread_id)
+                def one_statement(conn: sa.Connection) -> None:
+                    _live_and_new(conn.execute(pg_steps.append_message_statement(), params).one(), thread_id)
 
-            await self._units.run(one_statement, write=True, one_statement=True)
-        else:
-            await self._write(lambda conn: _append(conn, values))
+                await self._units.run(one_statement, write=True, one_statement=True)
+            elif message_id is None:
+                await self._write(lambda conn: _append(conn, values))
+            else:
+
+                def once(conn: sa.Connection) -> None:
+                    _bump(conn, thread_id, now)
+                    if not conn.execute(_INSERT_MESSAGE_ONCE["sqlite"], values).rowcount:
+                        raise _Replayed
+
+                await self._write(once)
+        except _Replayed:  # written by an earlier attempt of this step (a replayed durable step, a retried unit)
+            row = await self._read(lambda conn: conn.execute(_MESSAGE_BY_ID, {"mid": record.id}).mappings().first())
+            assert row is not None
+            return rec.message_record(row)
         return record
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord:
