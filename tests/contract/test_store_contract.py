@@ -615,6 +615,17 @@ async def test_record_model_step_writes_message_usage_and_settles_once(store: Ag
     assert (used.used_tokens, used.reserved_tokens) == (15, 0)
 
 
+async def test_append_message_with_an_id_is_written_once(store: AgentStore) -> None:
+    """A durable step re-run after a crash (its write committed, its checkpoint lost) adds no second copy."""
+    thread = await store.create_thread(actor_ref="alice")
+    first = await store.append_message(thread_id=thread.id, role="user", content="hi", run_id="run-1", message_id="u-1")
+    again = await store.append_message(thread_id=thread.id, role="user", content="hi", run_id="run-1", message_id="u-1")
+    assert (first.id, again.id, again.content, again.run_id) == ("u-1", "u-1", "hi", "run-1")
+    assert [(m.id, m.role) for m in await store.list_messages(thread.id)] == [("u-1", "user")]
+    other = await store.append_message(thread_id=thread.id, role="user", content="hi")
+    assert other.id != "u-1" and len(await store.list_messages(thread.id)) == 2
+
+
 async def test_record_model_step_on_unknown_thread_raises_and_writes_nothing(store: AgentStore) -> None:
     thread = await store.create_thread(actor_ref="alice")
     ghost = ThreadRecord(id="no-such-thread", actor_ref="alice", created_at=T0, updated_at=T0)
