@@ -707,6 +707,15 @@ class AgentService:
                 tenants[row.run_id] = run.tenant_ref if run is not None else None
         return [r for r in pending if grant.covers(tenants[r.run_id])][:limit]
 
+    async def queued_runs(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of these `running` runs have not begun: they wait in the durable run queue for capacity
+        (`DurableConfig.worker_concurrency` / `tenant_concurrency`). Always empty with the inline runner.
+        For views that already passed the governance gate (it says nothing but the ids' queue state)."""
+        runner = self.runner
+        if not run_ids or not isinstance(runner, StreamingRunner):
+            return set()
+        return await runner.queued(list(run_ids))
+
     async def cancel(self, caller: Actor | Caller, run_id: str) -> bool:
         """Cancel a run: its model call or tool is cancelled, it ends `cancelled`, its stream ends.
         NotFoundError / ForbiddenError as for `get_run`."""

@@ -22,7 +22,7 @@ from agora_agent import Actor, AgentConfig, AgentService, ConfigurationError, Co
 from agora_agent.messages import ModelRequest, ModelTurn, Usage
 from agora_agent.models.base import TextCallback
 from agora_agent.runners.durable import DurableConfig
-from agora_agent.streaming.frames import StreamEvent, TextFrame
+from agora_agent.streaming.frames import ComponentFrame, StreamEvent, TextFrame
 from agora_agent.streaming.sink import MemoryTokenSink
 from agora_agent.testing import (
     FakeModel,
@@ -283,3 +283,46 @@ async def test_fifty_concurrent_durable_runs_overshoot_the_budget_by_at_most_one
         assert used <= 1000 + budget.reserve_tokens  # overshoot ≤ one reservation
         assert outcomes.count("completed") * 60 == used  # no lost ledger rows
         assert "refused" in outcomes or "failed" in outcomes  # the edge was really reached
+
+
+async def test_over_the_concurrency_limit_a_run_waits_queued_and_the_dashboard_lists_it(tmp_path: Path) -> None:
+    """worker_concurrency=1: the first run parks on its approval (it stays in flight), the second waits in
+    the run queue — its stream says `queued` and the governance runs list (what the dashboard shows) says
+    `queued` — and runs once the first is decided."""
+    import httpx2
+
+    from agora_agent import HeaderActorResolver
+    from agora_agent.web import create_app
+
+    settings = AgentConfig(
+        model=FakeModel(pay_script()),
+        tools=[pay, lookup],
+        store=f"sqlite:///{tmp_path / 'agent.db'}",
+        durable=DurableConfig(executor_id="durable-test", worker_concurrency=1),
+        actor_resolver=HeaderActorResolver(),
+        governance_authorize=lambda actor, request: "admin" in actor.roles,
+    )
+    app = create_app(settings)
+    service: AgentService = app.state.agent_service
+    admin = {"x-actor-id": "root", "x-actor-role": "admin"}
+    async with service, httpx2.AsyncClient(transport=httpx2.ASGITransport(app), base_url="http://test") as client:
+        first = await service.chat(ALICE, "pay order 7")
+        pending = await wait_for_tool_status(service, first.run_id)
+        second = await service.chat(ALICE, "pay order 8")
+        stream = await service.subscribe(OBSERVER, second.run_id)
+        said = await asyncio.wait_for(anext(aiter(stream)), 10)
+        assert (said.id, said.frame) == (0, ComponentFrame(name="agora.status", data={"status": "queued"}))
+
+        listed = (await client.get("/agent/governance/runs", headers=admin)).json()["runs"]
+        assert {r["id"]: r["status"] for r in listed} == {first.run_id: "running", second.run_id: "queued"}
+        only = (await client.get("/agent/governance/runs", params={"status": "queued"}, headers=admin)).json()
+        assert [r["id"] for r in only["runs"]] == [second.run_id]
+        detail = (await client.get(f"/agent/governance/runs/{second.run_id}", headers=admin)).json()
+        assert detail["run"]["status"] == "queued"
+
+        await service.approve(ALICE, first.run_id, pending.tool_call_id)
+        pending2 = await wait_for_tool_status(service, second.run_id)  # dequeued: it runs and parks in turn
+        listed = (await client.get("/agent/governance/runs", headers=admin)).json()["runs"]
+        assert {r["id"]: r["status"] for r in listed} == {first.run_id: "completed", second.run_id: "running"}
+        await service.approve(ALICE, second.run_id, pending2.tool_call_id)
+        assert (await service.wait_for_run(OBSERVER, second.run_id, timeout=20)).status == "completed"

@@ -53,6 +53,10 @@ class StreamingRunner(Runner, Protocol):
         """The run's frames with id > `after`, then live ones until the run ends."""
         ...
 
+    async def queued(self, run_ids: list[str]) -> set[str]:
+        """Which of these `running` runs have not begun: they wait for capacity in the run queue."""
+        ...
+
 
 @runtime_checkable
 class RecordingRunner(Runner, Protocol):

@@ -722,6 +722,15 @@ class DurableRunner:
 
         await asyncio.wait_for(_detached(poll()), timeout)
 
+    async def queued(self, run_ids: list[str]) -> set[str]:
+        """Which of these runs wait in the run queue (over a concurrency limit), in any process."""
+        if not run_ids:
+            return set()
+        waiting = await _detached(
+            DBOS.list_workflows_async(workflow_ids=run_ids, status="ENQUEUED", load_input=False, load_output=False)
+        )
+        return {w.workflow_id for w in waiting}
+
     def is_active(self, run_id: str) -> bool:
         task = self._tasks.get(run_id)
         return task is not None and not task.done()

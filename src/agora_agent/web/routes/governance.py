@@ -241,7 +241,12 @@ async def list_runs(
     scope: ScopeDep,
     actor: Annotated[str | None, Query(description="Exact actor ref")] = None,
     agent: Annotated[str | None, Query(description="Exact agent name")] = None,
-    status: Annotated[str | None, Query(description="running | completed | failed | cancelled")] = None,
+    status: Annotated[
+        str | None,
+        Query(
+            description="running | queued (running, waiting in the durable run queue) | completed | failed | cancelled"
+        ),
+    ] = None,
     from_: FromQ = None,
     to: ToQ = None,
     cursor: Annotated[str | None, Query(description="`nextCursor` of the previous page")] = None,
@@ -254,7 +259,7 @@ async def list_runs(
         RunQuery(
             actor=actor,
             agent=agent,
-            status=status,
+            status="running" if status == "queued" else status,
             from_day=from_,
             to_day=to,
             cursor=cursor.strip() if cursor else None,
@@ -263,8 +268,19 @@ async def list_runs(
         scope=scope,
     )
     body = wire_dump(page)
+    await _mark_queued(service, body["runs"])
+    if status == "queued":  # a page of running runs, keeping the queued ones (the cursor stays valid)
+        body["runs"] = [r for r in body["runs"] if r["status"] == "queued"]
     await _label(service.config.actor_directory, body["runs"])
     return JSONResponse(body)
+
+
+async def _mark_queued(service: AgentService, rows: list[dict[str, Any]]) -> None:
+    """A running run that waits in the durable run queue is listed `queued` (its stream says so too)."""
+    queued = await service.queued_runs([r["id"] for r in rows if r["status"] == "running"])
+    for row in rows:
+        if row["id"] in queued:
+            row["status"] = "queued"
 
 
 async def run_detail(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONResponse:
@@ -273,6 +289,7 @@ async def run_detail(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONR
     if detail is None:
         raise NotFoundError("run not found")
     body = wire_dump(detail)
+    await _mark_queued(service, [body["run"]])
     await _label(service.config.actor_directory, [body["run"]])
     return JSONResponse(body)
 

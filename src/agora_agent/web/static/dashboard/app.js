@@ -239,7 +239,7 @@ async function runs() {
   const status = h(
     "select",
     { "aria-label": "Status" },
-    ["", "running", "completed", "failed", "cancelled"].map((s) => h("option", { value: s }, s || "All")),
+    ["", "running", "queued", "completed", "failed", "cancelled"].map((s) => h("option", { value: s }, s || "All")),
   );
   status.value = runFilters.status;
   const agent = h("input", { placeholder: "agent", value: runFilters.agent, size: 10, "aria-label": "Agent" });
