@@ -220,8 +220,12 @@ def approve_resume(store: str, approvals: int, workdir: Path) -> list[float]:
                         run_id = line.split('"runId":"')[1].split('"')[0]
                     if "pending_approval" in line:
                         break
+            # Approve on the process that does NOT execute the run (any process may have dequeued it).
+            other = b if executor_of(store, run_id) == "bench-a" else a
             t0 = time.time()
-            r = httpx2.post(f"{b}/agent/tool-call/approve", json={"runId": run_id, "toolCallId": "c1"}, headers=headers)
+            r = httpx2.post(
+                f"{other}/agent/tool-call/approve", json={"runId": run_id, "toolCallId": "c1"}, headers=headers
+            )
             assert r.status_code == 200, r.text
             effect = ledger / f"effect-{run_id}:c1-1"
             while not effect.exists():
@@ -235,6 +239,21 @@ def approve_resume(store: str, approvals: int, workdir: Path) -> list[float]:
     return out
 
 
+def executor_of(store: str, run_id: str) -> str:
+    """The executor id the run's workflow is PENDING on (read from the DBOS system database)."""
+    import sqlalchemy as sa
+
+    url = DurableConfig().resolved_system_database_url(store)
+    table = "workflow_status" if url.startswith("sqlite") else "dbos.workflow_status"
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            query = sa.text(f"SELECT executor_id FROM {table} WHERE workflow_uuid = :id")
+            return str(conn.execute(query, {"id": run_id}).scalar())
+    finally:
+        engine.dispose()
+
+
 def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
@@ -246,56 +265,64 @@ async def main() -> None:
     parser.add_argument("--parked", type=int, default=1000, help="parked runs on PostgreSQL")
     parser.add_argument("--parked-sqlite", type=int, default=200, help="parked runs on SQLite (waiters poll)")
     parser.add_argument("--approvals", type=int, default=10)
+    parser.add_argument(
+        "--parts", default="steps,approve,parked", help="comma-separated subset of steps, approve, parked"
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        rows: list[tuple[str, list[float]]] = []
-        rows.append(("inline, SQLite", await per_step(f"sqlite:///{work / 'i.db'}", False, args.runs, args.steps)))
-        rows.append(("durable, SQLite", await per_step(f"sqlite:///{work / 'd.db'}", True, args.runs, args.steps)))
-        pg_db = None
-        if pg_up():
-            pg_db = await pg_database()
-            url = f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}"
-            rows.append(("inline, PostgreSQL", await per_step(url, False, args.runs, args.steps)))
-            rows.append(("durable, PostgreSQL", await per_step(url, True, args.runs, args.steps)))
-        else:
+        pg_db = await pg_database() if pg_up() else None
+        if pg_db is None:
             print("(PostgreSQL not reachable on 127.0.0.1:5432: its rows are skipped)")
-        base = med(rows[0][1])
-        print(
-            f"\nper model→tool→model round ({args.runs} runs × {args.steps} rounds, median ms; ratio to inline SQLite)"
-        )
-        for name, xs in rows:
-            p90 = sorted(xs)[int(len(xs) * 0.9) - 1] if xs else float("nan")
-            print(f"  {name:<22} {med(xs):8.2f} ms  p90 {p90:8.2f} ms  ×{med(xs) / base:5.2f}")
-        if len(rows) == 4:
-            print(
-                f"  durable overhead on PostgreSQL: {med(rows[3][1]) - med(rows[2][1]):.2f} ms per round (target ≤ 5)"
-            )
-        print(f"  durable overhead on SQLite:     {med(rows[1][1]) - med(rows[0][1]):.2f} ms per round")
+        pg_url = f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}" if pg_db else None
+        try:
+            if "steps" in parts:
+                await steps_part(work, pg_url, args.runs, args.steps)
+            if "approve" in parts:
+                for label, store in (
+                    ("SQLite", f"sqlite:///{work / 'x.db'}"),
+                    *((("PostgreSQL", pg_url),) if pg_url else ()),
+                ):
+                    xs = approve_resume(store, args.approvals, work / label)
+                    print(
+                        f"\ncross-process approve→resume on {label} ({len(xs)} approvals): median {med(xs):.0f} ms, "
+                        f"max {max(xs):.0f} ms (target ≤ 250)"
+                    )
+            if "parked" in parts:
+                targets = [("SQLite", f"sqlite:///{work / 'p.db'}", args.parked_sqlite)]
+                if pg_url:
+                    targets.append(("PostgreSQL", pg_url, args.parked))
+                for label, store, count in targets:
+                    per_run, idle, took = await parked(store, count)
+                    print(
+                        f"\n{count} runs parked on approval ({label}, one process): {per_run:.1f} KiB RSS per parked "
+                        f"run, idle CPU {idle:.1f} % of a core, parked in {took:.1f} s"
+                    )
+        finally:
+            if pg_db:
+                await pg_drop(pg_db)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
 
-        for label, store, drop in (
-            ("SQLite", f"sqlite:///{work / 'x.db'}", None),
-            *((("PostgreSQL", f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}", None),) if pg_db else ()),
-        ):
-            del drop
-            xs = approve_resume(store, args.approvals, work / label)
-            print(
-                f"\ncross-process approve→resume on {label} ({len(xs)} approvals): median {med(xs):.0f} ms, "
-                f"max {max(xs):.0f} ms (target ≤ 250)"
-            )
 
-        targets = [("SQLite", f"sqlite:///{work / 'p.db'}", args.parked_sqlite)]
-        if pg_db:
-            targets.append(("PostgreSQL", f"postgresql+asyncpg://postgres@{PG[0]}:{PG[1]}/{pg_db}", args.parked))
-        for label, store, count in targets:
-            per_run, idle, took = await parked(store, count)
-            print(
-                f"\n{count} runs parked on approval ({label}, one process): {per_run:.1f} KiB RSS per parked run, "
-                f"idle CPU {idle:.1f} % of a core, parked in {took:.1f} s"
-            )
-        if pg_db:
-            await pg_drop(pg_db)
+async def steps_part(work: Path, pg_url: str | None, runs: int, steps: int) -> None:
+    """Per model→tool→model round, inline vs durable on each store kind (interleaved, so load hits both)."""
+    configs = [
+        ("inline, SQLite", f"sqlite:///{work / 'i.db'}", False),
+        ("durable, SQLite", f"sqlite:///{work / 'd.db'}", True),
+    ]
+    if pg_url:
+        configs += [("inline, PostgreSQL", pg_url, False), ("durable, PostgreSQL", pg_url, True)]
+    rows = [(name, await per_step(store, durable, runs, steps)) for name, store, durable in configs]
+    base = med(rows[0][1])
+    print(f"\nper model→tool→model round ({runs} runs × {steps} rounds, median ms; ratio to inline SQLite)")
+    for name, xs in rows:
+        p90 = sorted(xs)[int(len(xs) * 0.9) - 1] if xs else float("nan")
+        print(f"  {name:<22} {med(xs):8.2f} ms  p90 {p90:8.2f} ms  ×{med(xs) / base:5.2f}")
+    if len(rows) == 4:
+        print(f"  durable overhead on PostgreSQL: {med(rows[3][1]) - med(rows[2][1]):.2f} ms per round (target ≤ 5)")
+    print(f"  durable overhead on SQLite:     {med(rows[1][1]) - med(rows[0][1]):.2f} ms per round")
 
 
 if __name__ == "__main__":

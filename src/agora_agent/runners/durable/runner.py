@@ -227,11 +227,20 @@ class _Hooks:
         return self.writer
 
     async def tool_attempt(self, tool_call_id: str) -> int:
-        """Called inside the tool's step: count this attempt before the tool runs (at-least-once)."""
-        run_id = self._ex.run.run_id
+        """Called inside the tool's step: which attempt this is (steps are at-least-once).
+
+        Only the first step a recovered execution runs live can have run before — every later one
+        follows a step this execution finished — so only there is anything read or written: attempt
+        N+1 after N recorded ones (the first attempt leaves no record: it costs nothing when all goes
+        well). A recovery that resumes right at the tool counts as a re-run even when the kill came
+        just before the tool began: at-least-once, never less."""
+        ex = self._ex
+        if ex.recorded == 0 or ex.calls - 1 != ex.recorded:
+            return 1
+        run_id = ex.run.run_id
         key = f"attempt:{tool_call_id}"
         previous = await DBOS.get_event_async(run_id, key, timeout_seconds=0)
-        attempt = int(previous or 0) + 1
+        attempt = int(previous or 1) + 1
         await DBOS.set_event_async(key, attempt)
         if attempt > 1:
             logger.warning(
@@ -282,7 +291,9 @@ class _Hooks:
             state = await self.step(f"approval:check:{call_id}:{n}", check)
             if "status" in state:
                 return ApprovalDecision(status=state["status"], decided_by=state["by"], reason=state["reason"])
-            await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=float(state["wait"]))
+            woken = await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=float(state["wait"]))
+            if isinstance(woken, dict) and woken.get("status") in ("approved", "rejected", "expired"):
+                return ApprovalDecision(status=woken["status"], decided_by=woken.get("by"), reason=woken.get("reason"))
             n += 1
 
     async def run_agent(self, agent_name: str, task: str) -> str:
@@ -673,10 +684,16 @@ class DurableRunner:
             await self.store.decide_approval(
                 run_id, tool_call_id, status=decision.status, decided_by=decision.decided_by, reason=decision.reason
             )
+        record = await self.store.get_approval(run_id, tool_call_id)
+        message: dict[str, Any] = {"decided": True}
+        if record is not None and record.status != "pending":
+            # The decision rides on the wake-up (the row stays the authority: it was decided first, by
+            # compare-and-set, and never changes again), so the run needs no step to read it back.
+            message.update(status=record.status, by=record.decided_by, reason=record.reason)
         with contextlib.suppress(Exception):  # the row is decided either way; a lost wake-up waits for the deadline
             await DBOS.send_async(
                 run_id,
-                {"decided": True},
+                message,
                 topic=f"approval:{tool_call_id}",
                 idempotency_key=f"{run_id}:{tool_call_id}:decided",
             )
