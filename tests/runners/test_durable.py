@@ -326,3 +326,28 @@ async def test_over_the_concurrency_limit_a_run_waits_queued_and_the_dashboard_l
         assert {r["id"]: r["status"] for r in listed} == {first.run_id: "completed", second.run_id: "running"}
         await service.approve(ALICE, second.run_id, pending2.tool_call_id)
         assert (await service.wait_for_run(OBSERVER, second.run_id, timeout=20)).status == "completed"
+
+
+@pytest.mark.postgres
+async def test_async_checkpoint_commit_only_relaxes_the_system_database_connections(postgres_url: str) -> None:
+    from dbos._dbos import _get_dbos_instance
+
+    from agora_agent.stores.sql import open_sql_backend
+
+    await (await open_sql_backend(postgres_url, auto_create_tables=True)).close()
+    settings = AgentConfig(
+        model=FakeModel(pay_script()),
+        tools=[pay, lookup],
+        store=postgres_url,
+        durable=DurableConfig(executor_id="durable-test", checkpoint_commit="async"),
+    )
+    async with AgentService.from_config(settings) as service:
+        started = await service.chat(ALICE, "pay order 7")
+        pending = await wait_for_tool_status(service, started.run_id)
+        await service.approve(ALICE, started.run_id, pending.tool_call_id)
+        assert (await service.wait_for_run(OBSERVER, started.run_id, timeout=30)).status == "completed"
+        with _get_dbos_instance()._sys_db.engine.connect() as conn:  # what DBOS writes checkpoints with
+            assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "off"
+        async with service._backend.engine.connect() as conn:  # the store's own writes stay synchronous
+            assert (await conn.exec_driver_sql("SHOW synchronous_commit")).scalar() == "on"
+    assert effects == [f"{started.run_id}:call-1-pay#1"]

@@ -59,7 +59,7 @@ from agora_agent.streaming.frames import (
 from agora_agent.streaming.sink import StreamGap, StreamUnavailable
 
 try:
-    from dbos import DBOS, SetEnqueueOptions, SetWorkflowID, StepOptions
+    from dbos import DBOS, DBOSConfig, SetEnqueueOptions, SetWorkflowID, StepOptions
     from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
     from dbos._serialization import DBOSPortableJSONSerializer
 except ImportError as exc:  # pragma: no cover - exercised by the config test in a venv without the extra
@@ -345,17 +345,19 @@ class DurableRunner:
             _enable_wal(url)
         _active = self
         self._workflow = _register_workflow(self.config.max_recovery_attempts)
-        DBOS(
-            config={
-                "name": self.config.name,
-                "system_database_url": url,
-                "executor_id": self.executor_id,
-                "application_version": self.config.application_version,
-                "notification_listener_polling_interval_sec": self.config.polling_interval,
-                "serializer": DBOSPortableJSONSerializer(),
-                "log_level": "WARNING",  # notes P16: cancellations and ownership checks log tracebacks
-            }
-        )
+        dbos_config: DBOSConfig = {
+            "name": self.config.name,
+            "system_database_url": url,
+            "executor_id": self.executor_id,
+            "application_version": self.config.application_version,
+            "notification_listener_polling_interval_sec": self.config.polling_interval,
+            "serializer": DBOSPortableJSONSerializer(),
+            "log_level": "WARNING",  # notes P16: cancellations and ownership checks log tracebacks
+        }
+        if self.config.checkpoint_commit == "async" and url.startswith("postgresql"):
+            # Only DBOS's own connections: the store's writes stay synchronous (see DurableConfig).
+            dbos_config["db_engine_kwargs"] = {"connect_args": {"options": "-c synchronous_commit=off"}}
+        DBOS(config=dbos_config)
         try:
             DBOS.launch()  # inside the running loop: recovered workflows run on this loop (notes P6)
         except BaseException:

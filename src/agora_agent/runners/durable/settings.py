@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
+from typing import Literal
 
 __all__ = ["DEFAULT_APPLICATION_VERSION", "DurableConfig"]
 
@@ -32,6 +33,12 @@ class DurableConfig:
     - `tenant_concurrency`: optional cap of in-flight runs per tenant across all processes, so one tenant
       cannot take every worker (runs without a tenant share one partition).
     - `failover_after`: seconds without a heartbeat after which another process resumes a process's runs.
+    - `checkpoint_commit`: `"sync"` (default) waits for each checkpoint to reach the PostgreSQL WAL on
+      disk; `"async"` does not (`synchronous_commit=off` on the system database's connections only),
+      which halves the cost of a step on a slow disk. A crash of the *application* loses nothing either
+      way; a crash of the *database server* may lose its last ~0.6 s of checkpoints: those steps re-run
+      (at-least-once, as after a worker crash), and a chat started or an approval decided in that window
+      may need sending again (docs/durable.md). Ignored on SQLite.
     """
 
     system_database_url: str | None = None
@@ -42,6 +49,7 @@ class DurableConfig:
     worker_concurrency: int = 100
     tenant_concurrency: int | None = None
     failover_after: float = 15.0
+    checkpoint_commit: Literal["sync", "async"] = "sync"
     name: str = "agora-agent"
 
     def resolved_executor_id(self) -> str:
