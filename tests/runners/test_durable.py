@@ -351,3 +351,29 @@ async def test_async_checkpoint_commit_only_relaxes_the_system_database_connecti
         async with service._backend.engine.connect() as conn:  # the store's own writes stay synchronous
             assert (await conn.exec_driver_sql("SHOW synchronous_commit")).scalar() == "on"
     assert effects == [f"{started.run_id}:call-1-pay#1"]
+
+
+async def test_a_decision_whose_wake_up_was_lost_is_found_on_the_row(tmp_path: Path) -> None:
+    """The approver's process died between deciding the row and sending the wake-up (the chaos test saw
+    it): the parked run re-reads its row (1 s, 2 s, 4 s …) and goes on; after a restart it re-sends the
+    wake-up itself at once."""
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as service:
+        started = await service.chat(ALICE, "pay order 7")
+        pending = await wait_for_tool_status(service, started.run_id)
+        await asyncio.sleep(1.5)  # parked past its first re-check
+        await service.store.decide_approval(started.run_id, pending.tool_call_id, status="approved", decided_by="bob")
+        run = await service.wait_for_run(OBSERVER, started.run_id, timeout=15)
+        assert run.status == "completed"
+        second = await service.chat(ALICE, "pay order 8")
+        pending = await wait_for_tool_status(service, second.run_id)
+    from agora_agent.stores.sql import open_sql_backend
+
+    backend = await open_sql_backend(f"sqlite:///{tmp_path / 'agent.db'}")
+    try:  # decided while no process runs, and nobody sends anything
+        await backend.store.decide_approval(second.run_id, pending.tool_call_id, status="approved", decided_by="bob")
+    finally:
+        await backend.close()
+    async with AgentService.from_config(config(tmp_path, FakeModel(pay_script()))) as restarted:
+        run = await restarted.wait_for_run(OBSERVER, second.run_id, timeout=15)
+        assert run.status == "completed"
+    assert effects == [f"{started.run_id}:call-1-pay#1", f"{second.run_id}:call-1-pay#1"]

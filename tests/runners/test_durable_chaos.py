@@ -86,6 +86,34 @@ async def durable_figures(url: str, ledger: Path) -> dict[str, object]:
             workflows = dict(
                 (await conn.execute(sa.text("SELECT workflow_uuid, status FROM dbos.workflow_status"))).all()
             )
+            for wid in [w for w, status in workflows.items() if status != "SUCCESS"]:  # why, when it fails
+                head = (
+                    await conn.execute(
+                        sa.text(
+                            "SELECT executor_id, recovery_attempts, queue_name FROM dbos.workflow_status "
+                            "WHERE workflow_uuid = :w"
+                        ),
+                        {"w": wid},
+                    )
+                ).all()
+                steps = (
+                    await conn.execute(
+                        sa.text(
+                            "SELECT function_id, function_name FROM dbos.operation_outputs "
+                            "WHERE workflow_uuid = :w ORDER BY function_id"
+                        ),
+                        {"w": wid},
+                    )
+                ).all()
+                notes = (
+                    await conn.execute(
+                        sa.text("SELECT topic FROM dbos.notifications WHERE destination_uuid = :w"), {"w": wid}
+                    )
+                ).all()
+                rows = (
+                    await conn.execute(sa.text("SELECT status FROM agent_approval WHERE run_id = :w"), {"w": wid})
+                ).all()
+                print(f"NOT SUCCEEDED {wid}: {head} approvals={rows} unread={notes} steps={steps[-6:]}")
     finally:
         await engine.dispose()
     with sqlite3.connect(ledger) as db:

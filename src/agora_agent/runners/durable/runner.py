@@ -76,7 +76,8 @@ DepsFactory = Callable[[str], LoopDeps]
 NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
 CANCELLED_REASON = "the run was cancelled"
 TERMINAL = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
-NO_DEADLINE_WAIT = 24 * 3600.0  # an approval without a deadline re-checks its row once a day
+NO_DEADLINE_WAIT = 24 * 3600.0  # an approval without a deadline: its row is re-checked (see RECHECK_CAP)
+RECHECK_CAP = 300.0  # a parked run re-reads its approval row at least this often (a lost wake-up)
 PREEMPTIBLE_PREFIXES = ("llm:", "tool:")  # a cancel interrupts these in flight (notes exp g)
 QUEUE = "agora-runs"
 QUEUED = ComponentFrame(name="agora.status", data={"status": "queued"})
@@ -134,6 +135,7 @@ class _Execution:
     pending: list[list[Any]] = field(default_factory=list)  # frames not yet in a checkpoint
     capture: list[list[Any]] | None = None  # frames written inside the step now running
     delegations: int = 0
+    rewoken: set[str] = field(default_factory=set)  # approvals this execution re-sent its wake-up for
 
     @property
     def replaying(self) -> bool:
@@ -291,7 +293,15 @@ class _Hooks:
             state = await self.step(f"approval:check:{call_id}:{n}", check)
             if "status" in state:
                 return ApprovalDecision(status=state["status"], decided_by=state["by"], reason=state["reason"])
-            woken = await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=float(state["wait"]))
+            if self._ex.recorded and call_id not in self._ex.rewoken:
+                # A recovered execution: the decision may have been written by a process that died before
+                # sending its wake-up. Sending it again is harmless (same idempotency key: DBOS keeps one).
+                self._ex.rewoken.add(call_id)
+                await _detached(self._runner.rewake(run_id, call_id))
+            # Re-check the row now and then even without a message (1 s, 2 s, 4 s … at most 5 min): a
+            # wake-up lost with a process that died between deciding and sending costs minutes, not the deadline.
+            wait = min(float(state["wait"]), RECHECK_CAP, 2.0**n)
+            woken = await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=wait)
             if isinstance(woken, dict) and woken.get("status") in ("approved", "rejected", "expired"):
                 return ApprovalDecision(status=woken["status"], decided_by=woken.get("by"), reason=woken.get("reason"))
             n += 1
@@ -699,6 +709,13 @@ class DurableRunner:
                 topic=f"approval:{tool_call_id}",
                 idempotency_key=f"{run_id}:{tool_call_id}:decided",
             )
+
+    async def rewake(self, run_id: str, tool_call_id: str) -> None:
+        """Send the wake-up again when the approval is decided (an idempotent repeat of `signal`'s send)."""
+        with contextlib.suppress(Exception):
+            record = await self.store.get_approval(run_id, tool_call_id)
+            if record is not None and record.status != "pending":
+                await self.signal(run_id, tool_call_id)
 
     async def cancel(self, run_id: str) -> bool:
         """End the run `cancelled`, close its pending approvals (a late decision is a 409), and cancel its
