@@ -750,6 +750,9 @@ class DurableRunner:
         """Wait until the run's workflow is terminal (in any process)."""
 
         async def poll() -> None:
+            task = self._tasks.get(run_id)
+            if task is not None:  # executing here: no need to poll for its end
+                await asyncio.wait([task])
             while True:
                 status = await DBOS.get_workflow_status_async(run_id)
                 if status is None or status.status in TERMINAL:
