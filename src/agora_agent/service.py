@@ -298,7 +298,7 @@ class AgentService:
             debug=self.config.debug,
             redis=sink,
         )
-        await runner.launch()
+        keeper = None
         if self._backend is not None:  # failover: every process heartbeats; a live one resumes a dead one's runs
             from agora_agent.runners.leases import LeaseKeeper
             from agora_agent.stores.sql.leases import SqlLeaseStore
@@ -307,13 +307,17 @@ class AgentService:
             self.leases = SqlLeaseStore(self._backend.engine)
             self.identity = runner.owner_identity()
             runner.attach_leases(self.leases, self.identity, ttl)
-            self.lease_keeper = LeaseKeeper(
+            keeper = self.lease_keeper = LeaseKeeper(
                 self.leases, self.identity, interval=min(self.config.run_lease_interval, ttl / 3), ttl=ttl
             )
-            self.lease_keeper.add_tick(runner.failover)
+            keeper.add_tick(runner.failover)
             if self.quota is not None:
-                self.lease_keeper.add_tick(self.quota.release_expired)  # an interrupted model step's reservation
-            await self.lease_keeper.start()
+                keeper.add_tick(self.quota.release_expired)  # an interrupted model step's reservation
+            # Heartbeat BEFORE launching: DBOS resumes this executor's runs at launch, and another process
+            # must already see the executor alive, or its failover would resume the same runs too.
+            await keeper.start()
+        await runner.launch()
+        if keeper is not None:
             await runner.failover()  # at start-up too: a dead process's runs need not wait for a tick
         return runner
 
