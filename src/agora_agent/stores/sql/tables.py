@@ -98,6 +98,7 @@ thread = sa.Table(
     sa.Column("deleted_at", UtcMicros),
     sa.Index("ix_agent_thread_actor_updated", "actor_ref", "updated_at"),
     sa.Index("ix_agent_thread_updated", "updated_at"),
+    sa.Index("ix_agent_thread_tenant_updated", "tenant_ref", "updated_at"),  # tenant-scoped governance (0009)
 )
 
 message = sa.Table(
@@ -149,6 +150,7 @@ tool_call = sa.Table(
     sa.Index("ix_agent_tool_call_message", "message_id"),
     sa.Index("ix_agent_tool_call_status_created", "status", "created_at"),
     sa.Index("ix_agent_tool_call_created", "created_at"),
+    sa.Index("ix_agent_tool_call_tenant_created", "tenant_ref", "created_at"),  # tenant-scoped governance (0009)
     sa.Index("ix_agent_tool_call_name_created", "tool_name", "tool_type", "created_at"),
 )
 
@@ -207,6 +209,7 @@ token_usage = sa.Table(
     sa.Column("cost_source", sa.String(16)),  # reported | priced | None (unpriced)
     sa.Index("ix_agent_token_usage_actor_created", "actor_ref", "created_at"),
     sa.Index("ix_agent_token_usage_created", "created_at"),
+    sa.Index("ix_agent_token_usage_tenant_created", "tenant_ref", "created_at"),  # tenant-scoped governance (0009)
     sa.Index("ix_agent_token_usage_run", "run_id"),
     sa.Index("ix_agent_token_usage_thread", "thread_id"),
 )
@@ -284,6 +287,7 @@ run = sa.Table(
     sa.Column("error", sa.Text),
     sa.Column("durable", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_agent_run_started", "started_at", "id"),
+    sa.Index("ix_agent_run_tenant_started", "tenant_ref", "started_at"),  # tenant-scoped governance (0009)
     sa.Index("ix_agent_run_actor_started", "actor_ref", "started_at"),
     sa.Index("ix_agent_run_status_started", "status", "started_at"),
     sa.Index("ix_agent_run_agent_started", "agent_name", "started_at"),
