@@ -70,7 +70,8 @@ from agora_agent.tools.spec import RolesPolicy
 
 if TYPE_CHECKING:
     from agora_agent.governance.queries import GovernanceQueries
-    from agora_agent.runners.leases import LeaseKeeper, LeaseStore, ProcessIdentity
+    from agora_agent.runners.leases import LeaseKeeper
+    from agora_agent.stores.leases import LeaseStore, ProcessIdentity
 
 __all__ = ["AgentService", "ChatStarted", "QuotaToday", "ThreadDetail"]
 
@@ -236,7 +237,8 @@ class AgentService:
             leases = None
             releases = self.quota
             if self._backend is not None:
-                from agora_agent.runners.leases import LeaseKeeper, ProcessIdentity
+                from agora_agent.runners.leases import LeaseKeeper
+                from agora_agent.stores.leases import ProcessIdentity
                 from agora_agent.stores.sql.leases import SqlLeaseStore
 
                 leases = self.leases = SqlLeaseStore(self._backend.engine)

@@ -11,7 +11,7 @@
   started (or an approved action) becomes `unknown_after_crash` and its approval stays `approved`;
   a still-pending approval `expired`; the run's budget reservations are released; its stream gets an
   `error` frame and ends. With a `LeaseStore`, each run records its owner process and any live
-  process recovers runs whose owner's lease lapsed (runners/leases.py).
+  process recovers runs whose owner's lease lapsed (stores/leases.py).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter, TokenSink
 
 if TYPE_CHECKING:
     from agora_agent.governance.quota import QuotaStore
-    from agora_agent.runners.leases import LeaseStore, ProcessIdentity
+    from agora_agent.stores.leases import LeaseStore, ProcessIdentity
 
 __all__ = ["InlineRunner"]
 
@@ -291,7 +291,7 @@ class InlineRunner:
         """Take over and close runs whose owner's lease lapsed (all, or only `run_id`); returns how many."""
         if self.leases is None or self.identity is None:
             return 0
-        from agora_agent.runners.leases import pid_alive
+        from agora_agent.stores.leases import pid_alive
 
         lapsed = await self.leases.lapsed_runs(
             now=datetime.now(UTC),

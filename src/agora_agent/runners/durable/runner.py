@@ -442,7 +442,7 @@ class DurableRunner:
 
     def owner_identity(self) -> Any:
         """This process as a lease owner: `<executor id>|<host>:<pid>:<random>` (a fresh one per start)."""
-        from agora_agent.runners.leases import ProcessIdentity  # type: ignore[import-not-found,unused-ignore]
+        from agora_agent.stores.leases import ProcessIdentity  # type: ignore[import-not-found,unused-ignore]
 
         base = ProcessIdentity()
         return ProcessIdentity(host=base.host, pid=base.pid, id=f"{self.executor_id}|{base.id}")
@@ -465,7 +465,7 @@ class DurableRunner:
         """
         if self.leases is None or self.identity is None or not self._launched:
             return 0
-        from agora_agent.runners.leases import pid_alive  # type: ignore[import-not-found,unused-ignore]
+        from agora_agent.stores.leases import pid_alive  # type: ignore[import-not-found,unused-ignore]
 
         pending = await _detached(
             DBOS.list_workflows_async(

@@ -1,4 +1,4 @@
-"""`SqlLeaseStore`: process heartbeats and run owners in SQL (see runners/leases.py for the rules)."""
+"""`SqlLeaseStore`: process heartbeats and run owners in SQL (see stores/leases.py for the rules)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from agora_agent.runners.leases import ProcessIdentity
+from agora_agent.stores.leases import ProcessIdentity
 from agora_agent.stores.sql.engine import WRITE, retry_transient
 from agora_agent.stores.sql.tables import process, run, run_owner
 from agora_agent.stores.sql.units import units_for
