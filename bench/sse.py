@@ -129,7 +129,10 @@ def pct(values: list[float], q: float) -> float:
 
 def start_server(kind: str, deltas: int, store: str | None = None) -> tuple[str, Callable[[], None]]:
     """A server process on a free port; returns its base URL and a stop function."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, as `agora-agent serve` binds (cli/_net.py): with proto 0 asyncio leaves Nagle on for the
+    # connections it accepts, and a frame written behind an unacknowledged one waits for the client's delayed
+    # ACK (~40 ms) — the stall that made TTFB flip between 0.2× and 12× from run to run.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)  # requests queue here until the server accepts: no readiness polling

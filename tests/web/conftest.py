@@ -99,7 +99,7 @@ def asgi() -> Callable[..., Any]:
 @asynccontextmanager
 async def serve(app: Any) -> AsyncIterator[str]:
     """Run `app` (lifespan included) on uvicorn at 127.0.0.1:<free port>; yields the base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY, as `serve`
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(512)  # connections queue here until uvicorn accepts: no readiness polling needed
@@ -150,7 +150,7 @@ Waiter = Callable[[], Awaitable[None]]
 @contextmanager
 def serve_in_thread(app: Any) -> Iterator[str]:
     """`serve` for synchronous tests (the CLI): uvicorn in its own thread and event loop."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY, as `serve`
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

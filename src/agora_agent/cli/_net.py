@@ -35,8 +35,12 @@ def bind(command: str, host: str, port: int) -> socket.socket:
     except socket.gaierror as exc:
         typer.echo(f"agora-agent {command}: cannot resolve host {host!r}: {exc.strerror}", err=True)
         raise typer.Exit(2) from None
-    family, _, _, _, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, _, proto, _, address = infos[0]
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on an accepted connection only when the listening
+    # socket says it is TCP; with proto 0 Nagle stays on and every SSE frame written while the previous one is
+    # unacknowledged waits for the client's delayed ACK (~40 ms on Linux). Set here too, for other loops.
+    sock = socket.socket(family, socket.SOCK_STREAM, proto or socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
