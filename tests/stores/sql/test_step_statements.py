@@ -27,16 +27,18 @@ from agora_agent.testing.helpers import OBSERVER
 
 # Per tool-calling model step: reserve (2 statements: the reservation row, the conditional grant), the
 # assistant step — settle, thread bump, message, usage row, rollup — (6), the tool call's start (1) and its
-# result (1); four write transactions.
+# result (1). Two write transactions: the reservation and the assistant step; the tool call's start and its
+# result are ONE statement each, which SQLite runs as its own transaction (autocommit: no BEGIN/COMMIT).
 STEP_STATEMENTS = 10
-STEP_TRANSACTIONS = 4
+STEP_TRANSACTIONS = 2
 # A whole run with one tool step and the final answer, on an existing thread: the service's budget check and
 # thread read, run start, the loop's budget check, user message, history, prices, two model steps, run end,
 # and the test's read of the finished run; the run start and end each add the run to the daily run rollup.
-# Nine of the thirteen transactions write.
+# The one-statement units (thread and run reads, prices, the tool call's start and result) need no
+# transaction; seven of the ten transactions write.
 RUN_STATEMENTS = 31
-RUN_TRANSACTIONS = 13
-RUN_WRITE_TRANSACTIONS = 9
+RUN_TRANSACTIONS = 10
+RUN_WRITE_TRANSACTIONS = 7
 # PostgreSQL: every unit of a tool-calling step is ONE statement in autocommit — the reservation, the assistant
 # step (settle + message + thread bump + usage row + rollup as data-modifying CTEs), the tool call's start and
 # its result — so a step is four round trips (it was nineteen: 11 statements in 4 BEGIN/COMMIT transactions).

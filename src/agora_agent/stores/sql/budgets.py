@@ -14,10 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.actors import Actor
 from agora_agent.governance.budgets import ALL, BudgetRule, UsageTotals
+from agora_agent.stores.sql import direct
 from agora_agent.stores.sql.tables import budget_rule, token_usage
-from agora_agent.stores.sql.units import units_for
+from agora_agent.stores.sql.units import Units, units_for
 
-__all__ = ["SqlBudgetRuleStore", "SqlUsageLedger", "ledger_totals", "rules_for_in"]
+__all__ = ["SqlBudgetRuleStore", "SqlUsageLedger", "ledger_totals", "rules_for_in", "rules_for_one"]
 
 _r = budget_rule.c
 _u = token_usage.c
@@ -66,8 +67,16 @@ _RULES_FOR = sa.select(budget_rule).where(
 
 def rules_for_in(conn: sa.Connection, actor: Actor) -> list[BudgetRule]:
     """`SqlBudgetRuleStore.rules_for` inside the caller's unit (the quota check reads rules and counters in one)."""
-    params = {"_actor": actor.id, "_tenant": actor.tenant_ref or ALL}
-    return [_rule(r) for r in conn.execute(_RULES_FOR, params).mappings().all()]
+    return [_rule(r) for r in direct.execute(conn, _RULES_FOR, _rules_params(actor)).rows]
+
+
+async def rules_for_one(units: Units, actor: Actor) -> list[BudgetRule]:
+    """`SqlBudgetRuleStore.rules_for` as one statement of its own (`Units.one`)."""
+    return [_rule(r) for r in (await units.one(_RULES_FOR, _rules_params(actor), write=False)).rows]
+
+
+def _rules_params(actor: Actor) -> dict[str, Any]:
+    return {"_actor": actor.id, "_tenant": actor.tenant_ref or ALL}
 
 
 class SqlBudgetRuleStore:

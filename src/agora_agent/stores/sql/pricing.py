@@ -9,7 +9,9 @@ lock on the model id; SQLite: `BEGIN IMMEDIATE`); a collision on the index is re
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -22,7 +24,7 @@ from agora_agent.stores.sql.units import units_for
 __all__ = ["SqlPricingStore", "price_from_row"]
 
 
-def price_from_row(r: sa.RowMapping) -> ModelPrice:
+def price_from_row(r: Mapping[Any, Any]) -> ModelPrice:
     """An `agent_model_pricing` row as a `ModelPrice`."""
     return ModelPrice(
         model_id=r["model_id"],
@@ -36,6 +38,11 @@ def price_from_row(r: sa.RowMapping) -> ModelPrice:
 
 
 _ATTEMPTS = 5
+
+
+_CURRENT_PRICES = (
+    sa.select(model_pricing).where(model_pricing.c.is_current.is_(True)).order_by(model_pricing.c.model_id)
+)
 
 
 class SqlPricingStore:
@@ -86,9 +93,8 @@ class SqlPricingStore:
 
     async def list_current_prices(self) -> list[ModelPrice]:
         """Every model's current price, by model id."""
-        stmt = sa.select(model_pricing).where(model_pricing.c.is_current.is_(True)).order_by(model_pricing.c.model_id)
-        # Read once per run (`pricing:list`): one unit, i.e. one thread hop on SQLite instead of one per call.
-        rows = await units_for(self.engine).run(lambda conn: conn.execute(stmt).mappings().all(), write=False)
+        # Read once per run (`pricing:list`): one statement, on the driver.
+        rows = (await units_for(self.engine).one(_CURRENT_PRICES, {}, write=False)).rows
         return [price_from_row(r) for r in rows]
 
     async def price_history(self, model_id: str) -> list[ModelPrice]:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -50,12 +51,13 @@ from agora_agent.governance.quota import (
     unpack_scope,
     watch_rows,
 )
-from agora_agent.stores.sql.budgets import SqlBudgetRuleStore, ledger_totals, rules_for_in
+from agora_agent.stores.sql import direct
+from agora_agent.stores.sql.budgets import SqlBudgetRuleStore, ledger_totals, rules_for_in, rules_for_one
 from agora_agent.stores.sql.pg_steps import reserve_statement
 from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation
 from agora_agent.stores.sql.units import units_for
 
-__all__ = ["SqlQuotaStore", "settle_reservation"]
+__all__ = ["SqlQuotaStore", "claim_won", "crossings_to_claim", "settle_reservation", "settled_counters"]
 
 _c = budget_counter.c
 
@@ -117,8 +119,8 @@ def _key(scope: str, key: str, period: str) -> dict[str, Any]:
     return {"_scope": scope, "_key": key, "_period": period}
 
 
-def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> sa.RowMapping | None:
-    return conn.execute(_COUNTER, _key(scope, key, period)).mappings().first()
+def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> dict[str, Any] | None:
+    return direct.execute(conn, _COUNTER, _key(scope, key, period)).first()
 
 
 _Claim = tuple[str, str, str, str, float]
@@ -178,15 +180,15 @@ def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: in
     """
     if not reservation.scopes:
         return
-    deleted = conn.execute(_DELETE_RESERVATION, {"_id": reservation.id})
+    deleted = direct.execute(conn, _DELETE_RESERVATION, {"_id": reservation.id})
     if deleted.rowcount == 0:
         return  # settled or released already: settling twice must not double-count
     amounts = {"_reserved_tokens": reservation.tokens, "_reserved_usd": reservation.usd, "_tokens": tokens, "_usd": usd}
     used: dict[tuple[str, str, str], tuple[int, float]] = {}
     for counter in settled_counters(reservation):
-        row = conn.execute(_SETTLE, {**_key(*counter), **amounts}).first()
+        row = direct.execute(conn, _SETTLE, {**_key(*counter), **amounts}).first()
         if row is not None:
-            used[counter] = (int(row[0]), float(row[1]))
+            used[counter] = (int(row["used_tokens"]), float(row["used_usd"]))
     claim_crossings(conn, reservation, tokens, usd, used)
 
 
@@ -208,12 +210,31 @@ def claim_crossings(
     same store call: a crash in between leaves the threshold unclaimed, and the next settle on that counter
     (which still finds it reached: `used` only grows in a period) claims it.
     """
+    reached = crossings_to_claim(conn.engine, reservation, tokens, usd, used)
+    if reached:
+        claim_won(conn, reservation, reached)
+
+
+def crossings_to_claim(
+    engine: sa.Engine,
+    reservation: Reservation,
+    tokens: int,
+    usd: float,
+    used: dict[tuple[str, str, str], tuple[int, float]],
+) -> list[ThresholdCrossing]:
+    """The thresholds the settled counters' `used` values reached that are not known claimed (no database)."""
     if not reservation.watch or (tokens <= 0 and usd <= 0):
-        return
-    claimed = CROSSINGS.claimed(conn.engine)
+        return []
+    claimed = CROSSINGS.claimed(engine)
     fresh = [w for w in reservation.watch if (w[0], w[1], w[2], w[3], float(w[5])) not in claimed]
+    return crossings(fresh, used)
+
+
+def claim_won(conn: sa.Connection, reservation: Reservation, reached: Sequence[ThresholdCrossing]) -> None:
+    """Claim `reached` on `conn`; the ones won are kept for `SqlQuotaStore.crossed`."""
+    claimed = CROSSINGS.claimed(conn.engine)
     won = []
-    for crossing in crossings(fresh, used):
+    for crossing in reached:
         if _claim(conn, crossing):
             won.append(crossing)  # known as claimed once the transaction committed (`take`)
         else:  # claimed before, by another process or an earlier step: never again this period
@@ -227,7 +248,15 @@ def _used(conn: sa.Connection, scope: str, key: str, period: str) -> tuple[int, 
     ledger recorded in its period (it is inserted with those values at its first grant)."""
     row = _counter_row(conn, scope, key, period)
     if row is not None:
-        return int(row["used_tokens"]), float(row["used_usd"]), int(row["reserved_tokens"]), float(row["reserved_usd"])
+        return _counter_values(row)
+    return _ledger_used(conn, period, scope, key)
+
+
+def _counter_values(row: Mapping[str, Any]) -> tuple[int, float, int, float]:
+    return int(row["used_tokens"]), float(row["used_usd"]), int(row["reserved_tokens"]), float(row["reserved_usd"])
+
+
+def _ledger_used(conn: sa.Connection, period: str, scope: str, key: str) -> tuple[int, float, int, float]:
     start, end = period_bounds(period)
     tokens, usd = ledger_totals(conn, scope, key, start, end)
     return tokens, usd, 0, 0.0
@@ -260,7 +289,11 @@ class SqlQuotaStore:
 
         Reads the rules again (an edit is effective at the next chat, whichever process made it); rules on
         this database are read in the same unit as the counters (one round trip)."""
-        if isinstance(self.rules, SqlBudgetRuleStore) and self.shares_transactions_with(self.rules.engine):
+        if self._units.autocommit_reads and self._rules_here():  # PostgreSQL: each read on the driver
+            limits = effective_limits(self.budget, await rules_for_one(self._units, actor), actor)
+            self.limits.remember(actor, limits)
+            error = await self._first_refusal_one_by_one(limits, day)
+        elif self._rules_here():
 
             def read(conn: sa.Connection) -> tuple[tuple[Limit, ...], QuotaExceededError | None]:
                 limits = effective_limits(self.budget, rules_for_in(conn, actor), actor)
@@ -275,6 +308,23 @@ class SqlQuotaStore:
             error = await self._units.run(lambda conn: self._first_refusal(conn, limits, day), write=False)
         if error is not None:
             raise error
+
+    def _rules_here(self) -> bool:
+        return isinstance(self.rules, SqlBudgetRuleStore) and self.shares_transactions_with(self.rules.engine)
+
+    async def _first_refusal_one_by_one(self, limits: Sequence[Limit], day: str) -> QuotaExceededError | None:
+        """`_first_refusal` with each counter read as its own statement (reads in autocommit)."""
+        for limit in limits:
+            scope, key, period = limit.counter(day)
+            row = (await self._units.one(_COUNTER, _key(scope, key, period), write=False)).first()
+            if row is not None:
+                used = _counter_values(row)
+            else:
+                used = await self._units.run(partial(_ledger_used, period=period, scope=scope, key=key), write=False)
+            error = refusal(limit, day, *used)
+            if error is not None:
+                return error
+        return None
 
     @staticmethod
     def _first_refusal(conn: sa.Connection, limits: Sequence[Limit], day: str) -> QuotaExceededError | None:
@@ -292,7 +342,7 @@ class SqlQuotaStore:
             params["_limit_tokens"] = limit.tokens
         if limit.usd is not None:
             params["_limit_usd"] = limit.usd
-        if conn.execute(grant, params).rowcount:
+        if direct.execute(conn, grant, params).rowcount:
             return  # the common case: one statement per scope
         if _counter_row(conn, *limit.counter(day)) is None:
             # First grant on this counter in its period: insert it with what the ledger already recorded.
@@ -338,7 +388,8 @@ class SqlQuotaStore:
             # The reservation row first: if an earlier attempt committed (its reply lost to a dropped
             # connection), the insert conflicts before any counter moved, and the grant stands.
             try:
-                conn.execute(
+                direct.execute(
+                    conn,
                     _INSERT_RESERVATION,
                     {
                         "id": reservation_id,
@@ -350,6 +401,7 @@ class SqlQuotaStore:
                         "run_id": run_id,
                         "expires_at": reservation.expires_at,
                     },
+                    keyed=True,
                 )
             except sa.exc.IntegrityError:
                 raise _AlreadyGranted from None
@@ -385,8 +437,8 @@ class SqlQuotaStore:
         if limit.usd is not None:
             params["_limit_usd"] = limit.usd
         stmt = reserve_statement(limit.tokens is not None, limit.usd is not None)
-        outcome = await self._units.run(lambda conn: conn.execute(stmt, params).one(), write=True, one_statement=True)
-        return bool(outcome.granted or outcome.held)  # granted now, or by an earlier attempt whose reply was lost
+        outcome = (await self._units.one(stmt, params, write=True)).one()
+        return bool(outcome["granted"] or outcome["held"])  # granted now, or by an earlier attempt whose reply was lost
 
     async def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
         if not reservation.scopes:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
-
-import sqlalchemy as sa
 
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.stores.base import (
@@ -28,7 +26,7 @@ __all__ = [
     "usage_record",
 ]
 
-Row = sa.RowMapping
+Row = Mapping[Any, Any]
 
 
 def thread_record(row: Row) -> ThreadRecord:

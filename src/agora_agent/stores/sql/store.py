@@ -14,9 +14,10 @@ then a re-read), so concurrent callers on any number of processes agree on one w
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 import sqlalchemy as sa
@@ -38,9 +39,15 @@ from agora_agent.stores.base import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.sql import pg_steps
+from agora_agent.stores.sql import direct, pg_steps
 from agora_agent.stores.sql import records as rec
-from agora_agent.stores.sql.quota import SqlQuotaStore, claim_crossings, settle_reservation, settled_counters
+from agora_agent.stores.sql.quota import (
+    SqlQuotaStore,
+    claim_won,
+    crossings_to_claim,
+    settle_reservation,
+    settled_counters,
+)
 from agora_agent.stores.sql.rollup import run_daily_params, upsert_run_daily, upsert_usage_daily, usage_daily_params
 from agora_agent.stores.sql.tables import (
     MICROS_PER_DAY,
@@ -190,12 +197,11 @@ class SqlAgentStore:
             await self._insert(thread, _thread_values(record), f"thread {thread_id} already exists")
             return record
 
-        values = _thread_values(record)
-        await self._write(lambda conn: conn.execute(_INSERT[thread.name], values), one_statement=True)
+        await self._units.one(_INSERT[thread.name], _thread_values(record), write=True, keyed=True)
         return record
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self._read(lambda conn: conn.execute(_THREAD, {"tid": thread_id}).mappings().first())
+        row = (await self._units.one(_THREAD, {"tid": thread_id}, write=False)).first()
         return None if row is None else rec.thread_record(row)
 
     async def list_threads(self, actor_ref: str, *, limit: int = 50) -> list[ThreadSummary]:
@@ -323,25 +329,26 @@ class SqlAgentStore:
             if self._postgres:  # insert once already: a replayed message is reported, not written
                 params = {**pg_steps.message_params(values), "m_created_at_bump": values["created_at"]}
 
-                def one_statement(conn: sa.Connection) -> None:
-                    _live_and_new(conn.execute(pg_steps.append_message_statement(), params).one(), thread_id)
-
-                await self._units.run(one_statement, write=True, one_statement=True)
+                outcome = await self._units.one(pg_steps.append_message_statement(), params, write=True)
+                _live_and_new(outcome.one(), thread_id)
             elif message_id is None:
                 await self._write(lambda conn: _append(conn, values))
             else:
 
                 def once(conn: sa.Connection) -> None:
                     _bump(conn, thread_id, now)
-                    if not conn.execute(_INSERT_MESSAGE_ONCE["sqlite"], values).rowcount:
+                    if not direct.execute(conn, _INSERT_MESSAGE_ONCE["sqlite"], values, keyed=True).rowcount:
                         raise _Replayed
 
                 await self._write(once)
         except _Replayed:  # written by an earlier attempt of this step (a replayed durable step, a retried unit)
-            row = await self._read(lambda conn: conn.execute(_MESSAGE_BY_ID, {"mid": record.id}).mappings().first())
-            assert row is not None
-            return rec.message_record(row)
+            return await self._stored_message(record.id)
         return record
+
+    async def _stored_message(self, message_id: str) -> MessageRecord:
+        row = (await self._units.one(_MESSAGE_BY_ID, {"mid": message_id}, write=False)).first()
+        assert row is not None
+        return rec.message_record(row)
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord:
         """The step's quota settle, assistant message, usage row and rollup in ONE transaction.
@@ -370,49 +377,38 @@ class SqlAgentStore:
         )
         if settlement is not None and not settle_here:
             await settlement.quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
-        ledger = None if step.ledger is None else _row(step.ledger)
-        insert_message = _INSERT_MESSAGE_ONCE["postgresql" if self.engine.dialect.name == "postgresql" else "sqlite"]
-
-        def work(conn: sa.Connection) -> None:
-            if settle_here and settlement is not None:
-                settle_reservation(conn, settlement.reservation, settlement.tokens, settlement.usd)
-            _bump(conn, step.thread_id, now)
-            if conn.execute(insert_message, values).rowcount == 0:
-                raise _Replayed
-            if ledger is not None and step.ledger is not None:
-                conn.execute(_INSERT_USAGE, ledger)
-                conn.execute(upsert_usage_daily(conn.dialect.name), usage_daily_params(step.ledger))
-
-        def one_statement(conn: sa.Connection) -> None:
-            held = (
-                settlement.reservation
-                if settle_here and settlement is not None and settlement.reservation.scopes
-                else None
-            )
-            stmt = pg_steps.model_step_statement(None if held is None else len(held.scopes), step.ledger is not None)
-            settle = None
-            if held is not None and settlement is not None:
-                counters = settled_counters(held)
-                settle = (held.id, counters, held.tokens, held.usd, settlement.tokens, settlement.usd)
-            params = pg_steps.model_step_params(values, now, settle, step.ledger)
-            outcome = conn.execute(stmt, params).one()
-            _live_and_new(outcome, step.thread_id)
-            if held is not None and settlement is not None:
-                used = {(str(s), str(k), str(p)): (int(t), float(u)) for s, k, p, t, u in outcome.used}
-                claim_crossings(conn, held, settlement.tokens, settlement.usd, used)
-
         try:
             if self._postgres:
-                await self._units.run(one_statement, write=True, one_statement=True)
+                await self._model_step_statement(step, values, now, settle_here)
             else:
-                await self._write(work)
+                await self._write(partial(_model_step_unit, step, values, now, settle_here))
         except _Replayed:
-            row = await self._read(
-                lambda conn: conn.execute(_MESSAGE_BY_ID, {"mid": step.message_id}).mappings().first()
-            )
-            assert row is not None
-            return rec.message_record(row)
+            return await self._stored_message(step.message_id)
         return record
+
+    async def _model_step_statement(
+        self, step: ModelStep, values: dict[str, Any], now: datetime, settle_here: bool
+    ) -> None:
+        """PostgreSQL: the step as ONE statement in autocommit (`pg_steps.model_step_statement`), then the
+        budget thresholds its settle reached claimed right after it (a crash in between: the next settle on
+        that counter claims them)."""
+        settlement = step.settlement
+        held = None
+        if settle_here and settlement is not None and settlement.reservation.scopes:
+            held = settlement.reservation
+        stmt = pg_steps.model_step_statement(None if held is None else len(held.scopes), step.ledger is not None)
+        settle = None
+        if held is not None and settlement is not None:
+            settle = (held.id, settled_counters(held), held.tokens, held.usd, settlement.tokens, settlement.usd)
+        params = pg_steps.model_step_params(values, now, settle, step.ledger)
+        outcome = (await self._units.one(stmt, params, write=True)).one()
+        _live_and_new(outcome, step.thread_id)
+        if held is None or settlement is None:
+            return
+        used = {(str(s), str(k), str(p)): (int(t), float(u)) for s, k, p, t, u in outcome["used"]}
+        reached = crossings_to_claim(self.engine.sync_engine, held, settlement.tokens, settlement.usd, used)
+        if reached:
+            await self._units.run(lambda conn: claim_won(conn, held, reached), write=True, one_statement=True)
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]:
         rows = await self._read(lambda conn: conn.execute(_MESSAGES_OF, {"tid": thread_id}).mappings().all())
@@ -422,32 +418,36 @@ class SqlAgentStore:
         """The thread, its messages and its tool calls, read in one transaction (a consistent snapshot).
 
         With `after` (a message id of the thread): only the later messages and their tool calls
-        (`complete=False`); when that message is gone (truncated), everything.
+        (`complete=False`); when that message is gone (truncated), everything. On PostgreSQL at READ
+        COMMITTED each statement takes its own snapshot in a transaction or not, so they run in autocommit,
+        each on the driver.
         """
-
-        def work(conn: sa.Connection) -> tuple[Any, Sequence[sa.RowMapping], Sequence[sa.RowMapping], bool]:
-            params: dict[str, Any] = {"tid": thread_id}
-            head = conn.execute(_THREAD, params).mappings().first()
-            since = (
-                [] if after is None else conn.execute(_MESSAGES_FROM, {"tid": thread_id, "mid": after}).mappings().all()
-            )
-            if not since or since[0]["id"] != after:
-                messages = conn.execute(_MESSAGES_OF, params).mappings().all()
-                return head, messages, conn.execute(_TOOL_CALLS_OF, params).mappings().all(), True
-            messages = since[1:]
-            asked = [m["id"] for m in messages if m["tool_calls"]]
-            if not asked:
-                return head, messages, [], False
-            calls = conn.execute(_TOOL_CALLS_OF_MESSAGES, {"tid": thread_id, "mids": asked}).mappings().all()
-            return head, messages, calls, False
-
-        head, messages, calls, complete = await self._read(work)
+        if self._units.autocommit_reads:
+            head, messages, calls, complete = await self._load_statements(thread_id, after)
+        else:
+            head, messages, calls, complete = await self._read(partial(_load_unit, thread_id, after))
         return ThreadHistory(
             thread=None if head is None else rec.thread_record(head),
             messages=[rec.message_record(r) for r in messages],
             tool_calls=[rec.tool_call_record(r) for r in calls],
             complete=complete,
         )
+
+    async def _load_statements(self, thread_id: str, after: str | None) -> _Loaded:
+        params: dict[str, Any] = {"tid": thread_id}
+        head = (await self._units.one(_THREAD, params, write=False)).first()
+        since = []
+        if after is not None:
+            since = (await self._units.one(_MESSAGES_FROM, {**params, "mid": after}, write=False)).rows
+        if not since or since[0]["id"] != after:
+            messages = (await self._units.one(_MESSAGES_OF, params, write=False)).rows
+            return head, messages, (await self._units.one(_TOOL_CALLS_OF, params, write=False)).rows, True
+        messages = since[1:]
+        asked = [m["id"] for m in messages if m["tool_calls"]]
+        if not asked:
+            return head, messages, [], False
+        calls = await self._read(lambda conn: _tool_calls_of_messages(conn, thread_id, asked))
+        return head, messages, calls, False
 
     # -- tool calls --
 
@@ -456,6 +456,13 @@ class SqlAgentStore:
         values = _row(record)
         conflict = f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
         approval_values = None if approval is None else _approval_values(approval)
+
+        if approval_values is None:  # the common case: one statement, in autocommit
+            try:
+                await self._units.one(_INSERT[tool_call.name], values, write=True, keyed=True)
+            except sa.exc.IntegrityError as exc:
+                raise ConflictError(conflict) from exc
+            return
 
         def work(conn: sa.Connection) -> None:
             _insert_or_conflict(conn, tool_call, values, conflict)
@@ -467,7 +474,7 @@ class SqlAgentStore:
                     f"an approval for tool call {approval.tool_call_id} of run {approval.run_id} already exists",
                 )
 
-        await self._units.run(work, write=True, one_statement=approval is None)
+        await self._units.run(work, write=True)
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
         changes = patch.changes()
@@ -478,16 +485,12 @@ class SqlAgentStore:
                 raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
             return
         params = {**changes, "_run_id": run_id, "_tool_call_id": tool_call_id}
-
-        def work(conn: sa.Connection) -> None:
-            if conn.execute(_UPDATE_TOOL_CALL, params).rowcount == 0:
-                raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
-
-        await self._units.run(work, write=True, one_statement=True)
+        if (await self._units.one(_UPDATE_TOOL_CALL, params, write=True, keyed=True)).rowcount == 0:
+            raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         params = {"_run_id": run_id, "_tool_call_id": tool_call_id}
-        row = await self._read(lambda conn: conn.execute(_TOOL_CALL, params).mappings().first())
+        row = (await self._units.one(_TOOL_CALL, params, write=False)).first()
         return None if row is None else rec.tool_call_record(row)
 
     async def list_tool_calls(self, *, thread_id: str | None = None, run_id: str | None = None) -> list[ToolCallRecord]:
@@ -595,21 +598,18 @@ class SqlAgentStore:
 
         def work(conn: sa.Connection) -> None:
             _insert_or_conflict(conn, run, values, conflict)
-            conn.execute(upsert_run_daily(conn.dialect.name), rollup)
+            direct.execute(conn, upsert_run_daily(conn.dialect.name), rollup, keyed=True)
             if active_stream:
-                conn.execute(_STREAMING, {"tid": record.thread_id, "rid": record.id})
+                direct.execute(conn, _STREAMING, {"tid": record.thread_id, "rid": record.id})
 
-        def one_statement(conn: sa.Connection) -> None:
-            stmt = pg_steps.run_start_statement(active_stream)
-            try:
-                conn.execute(stmt, pg_steps.run_start_params(values, rollup))
-            except sa.exc.IntegrityError as exc:
-                raise ConflictError(conflict) from exc
-
-        if self._postgres:
-            await self._write(one_statement, one_statement=True)
-        else:
+        if not self._postgres:
             await self._write(work)
+            return
+        stmt = pg_steps.run_start_statement(active_stream)
+        try:
+            await self._units.one(stmt, pg_steps.run_start_params(values, rollup), write=True)
+        except sa.exc.IntegrityError as exc:
+            raise ConflictError(conflict) from exc
 
     async def record_run_end(
         self,
@@ -636,29 +636,26 @@ class SqlAgentStore:
 
         def work(conn: sa.Connection) -> bool:
             if thread_title is not None:  # the title first, as the loop wrote it before the run end
-                conn.execute(_RENAME_RUN_THREAD, {"_run_id": run_id, "_title": thread_title})
-            ended = conn.execute(_END_RUN, values).first()
+                direct.execute(conn, _RENAME_RUN_THREAD, {"_run_id": run_id, "_title": thread_title})
+            ended = direct.execute(conn, _END_RUN, values, keyed=True).first()
             if ended is None:
                 return False
             rollup = run_daily_params(
-                ended.started_at, ended.agent_name, started=False, status=status, finished_at=ended.finished_at
+                ended["started_at"], ended["agent_name"], started=False, status=status, finished_at=ended["finished_at"]
             )
-            conn.execute(upsert_run_daily(conn.dialect.name), rollup)
+            direct.execute(conn, upsert_run_daily(conn.dialect.name), rollup, keyed=True)
             return True
 
-        def one_statement(conn: sa.Connection) -> bool:
-            changed = tuple(sorted(k for k in values if k != "_run_id"))
-            stmt = pg_steps.run_end_statement(changed, thread_title is not None)
-            params = {f"e_{k}": v for k, v in values.items() if k != "_run_id"}
-            params.update(_run_id=run_id, _title=thread_title)
-            return bool(conn.execute(stmt, params).scalar_one())
-
-        if self._postgres:
-            return await self._write(one_statement, one_statement=True)
-        return await self._write(work)
+        if not self._postgres:
+            return await self._write(work)
+        changed = tuple(sorted(k for k in values if k != "_run_id"))
+        stmt = pg_steps.run_end_statement(changed, thread_title is not None)
+        params = {f"e_{k}": v for k, v in values.items() if k != "_run_id"}
+        params.update(_run_id=run_id, _title=thread_title)
+        return bool((await self._units.one(stmt, params, write=True)).one()["ended"])
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = await self._read(lambda conn: conn.execute(_RUN, {"_run_id": run_id}).mappings().first())
+        row = (await self._units.one(_RUN, {"_run_id": run_id}, write=False)).first()
         return None if row is None else rec.run_record(row)
 
     async def run_owner(self, run_id: str) -> str | None:
@@ -681,27 +678,67 @@ def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, 
     # No savepoint: an IntegrityError ends the whole unit (rolled back), which is what a conflict means here.
     try:
         stmt = _INSERT.get(table.name)
-        conn.execute(sa.insert(table) if stmt is None else stmt, values)
+        if stmt is None:
+            conn.execute(sa.insert(table), values)
+        else:
+            direct.execute(conn, stmt, values, keyed=True)
     except sa.exc.IntegrityError as exc:
         raise ConflictError(conflict) from exc
 
 
-def _live_and_new(outcome: Any, thread_id: str) -> None:
+def _model_step_unit(
+    step: ModelStep, values: dict[str, Any], now: datetime, settle_here: bool, conn: sa.Connection
+) -> None:
+    """`record_model_step` as one transaction: settle, thread bump, message (once), usage row, daily rollup."""
+    settlement = step.settlement
+    if settle_here and settlement is not None:
+        settle_reservation(conn, settlement.reservation, settlement.tokens, settlement.usd)
+    _bump(conn, step.thread_id, now)
+    if direct.execute(conn, _INSERT_MESSAGE_ONCE[conn.dialect.name], values, keyed=True).rowcount == 0:
+        raise _Replayed
+    if step.ledger is not None:
+        direct.execute(conn, _INSERT_USAGE, _row(step.ledger), keyed=True)
+        direct.execute(conn, upsert_usage_daily(conn.dialect.name), usage_daily_params(step.ledger), keyed=True)
+
+
+_Loaded = tuple[Mapping[Any, Any] | None, Sequence[Mapping[Any, Any]], Sequence[Mapping[Any, Any]], bool]
+
+
+def _tool_calls_of_messages(conn: sa.Connection, thread_id: str, asked: list[str]) -> Sequence[Mapping[Any, Any]]:
+    return list(conn.execute(_TOOL_CALLS_OF_MESSAGES, {"tid": thread_id, "mids": asked}).mappings().all())
+
+
+def _load_unit(thread_id: str, after: str | None, conn: sa.Connection) -> _Loaded:
+    """`load_thread`'s reads in one transaction: (thread row, message rows, tool call rows, complete)."""
+    params: dict[str, Any] = {"tid": thread_id}
+    head = direct.execute(conn, _THREAD, params).first()
+    since = [] if after is None else direct.execute(conn, _MESSAGES_FROM, {**params, "mid": after}).rows
+    if not since or since[0]["id"] != after:
+        messages = direct.execute(conn, _MESSAGES_OF, params).rows
+        return head, messages, direct.execute(conn, _TOOL_CALLS_OF, params).rows, True
+    messages = since[1:]
+    asked = [m["id"] for m in messages if m["tool_calls"]]
+    if not asked:
+        return head, messages, [], False
+    return head, messages, _tool_calls_of_messages(conn, thread_id, asked), False
+
+
+def _live_and_new(outcome: dict[str, Any], thread_id: str) -> None:
     """What a one-statement message write on PostgreSQL found: a missing thread or a replayed message."""
-    if not outcome.live:
+    if not outcome["live"]:
         raise NotFoundError(f"thread {thread_id} not found")
-    if not outcome.inserted:
+    if not outcome["inserted"]:
         raise _Replayed
 
 
 def _bump(conn: sa.Connection, thread_id: str, now: datetime) -> None:
-    if conn.execute(_BUMP_THREAD, {"tid": thread_id, "now": now}).rowcount == 0:
+    if direct.execute(conn, _BUMP_THREAD, {"tid": thread_id, "now": now}).rowcount == 0:
         raise NotFoundError(f"thread {thread_id} not found")
 
 
 def _append(conn: sa.Connection, values: dict[str, Any]) -> None:
     _bump(conn, values["thread_id"], values["created_at"])
-    conn.execute(_INSERT_MESSAGE, values)
+    direct.execute(conn, _INSERT_MESSAGE, values, keyed=True)
 
 
 def _message_values(

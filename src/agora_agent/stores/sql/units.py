@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -32,6 +32,8 @@ from typing import Any, Protocol, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from agora_agent.stores.sql import direct
+from agora_agent.stores.sql.direct import Result
 from agora_agent.stores.sql.engine import WRITE, configure_sqlite, dumps_json, is_transient_db_error, retry_transient
 
 __all__ = ["Unit", "Units", "units_for"]
@@ -48,7 +50,17 @@ class Units(Protocol):
 
     sync_engine: sa.Engine
 
+    @property
+    def autocommit_reads(self) -> bool:
+        """Whether every read runs in autocommit (PostgreSQL at READ COMMITTED): a unit of several reads then
+        has no snapshot of its own, and its statements may as well run one by one through `one`."""
+        ...
+
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T: ...
+
+    async def one(self, stmt: Any, params: Mapping[str, Any], *, write: bool, keyed: bool = False) -> Result:
+        """ONE statement as its own unit, in autocommit where the backend allows (`direct`: on the driver)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -73,17 +85,21 @@ class AsyncUnits:
         self._idle: list[AsyncConnection] = []
         self._keep = _room_to_keep(engine.sync_engine.pool, self.KEEP) if postgres else 0
 
+    @property
+    def autocommit_reads(self) -> bool:
+        return self._autocommit is not None and self._reads_in_autocommit()
+
     def _reads_in_autocommit(self) -> bool:
         """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
         dialect: Any = self.sync_engine.dialect
         configured = dialect._on_connect_isolation_level  # create_engine(isolation_level=...)
         return dialect.default_isolation_level == "READ COMMITTED" and configured in (None, "READ COMMITTED")
 
-    async def _in_autocommit(self, autocommit: AsyncEngine, fn: Callable[[sa.Connection], T]) -> T:
+    async def _in_autocommit(self, autocommit: AsyncEngine, fn: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         conn = self._idle.pop() if self._idle else await autocommit.connect()
         kept = False
         try:
-            result = await conn.run_sync(fn)
+            result = await fn(conn)
             if len(self._idle) < self._keep and not conn.invalidated:
                 self._idle.append(conn)
                 kept = True
@@ -92,12 +108,25 @@ class AsyncUnits:
             if not kept:
                 await conn.close()
 
+    async def one(self, stmt: Any, params: Mapping[str, Any], *, write: bool, keyed: bool = False) -> Result:
+        """On PostgreSQL in autocommit: straight on asyncpg over a kept connection (`direct.fetch_asyncpg`)."""
+        autocommit = self._autocommit
+        if autocommit is None or not (write or self._reads_in_autocommit()):
+            return await self.run(lambda conn: direct.execute(conn, stmt, params, keyed=keyed), write=write)
+
+        async def on_driver(conn: AsyncConnection) -> Result:
+            sync = conn.sync_connection
+            assert sync is not None  # a connected AsyncConnection
+            return await direct.fetch_asyncpg(sync, stmt, params, keyed=keyed)
+
+        return await self._retried(lambda: self._in_autocommit(autocommit, on_driver))
+
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T:
         autocommit = self._autocommit
         if autocommit is not None and (one_statement or (not write and self._reads_in_autocommit())):
 
             async def attempt() -> T:
-                return await self._in_autocommit(autocommit, fn)
+                return await self._in_autocommit(autocommit, lambda conn: conn.run_sync(fn))
 
         else:
             source = self._writer if write else self._reader
@@ -106,6 +135,9 @@ class AsyncUnits:
                 async with source.begin() as conn:
                     return await conn.run_sync(fn)
 
+        return await self._retried(attempt)
+
+    async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
         try:
             return await retry_transient(attempt)
         except sa.exc.DBAPIError as exc:
@@ -166,6 +198,7 @@ class SqliteUnits:
     """
 
     CHECKPOINT_EVERY = 500
+    autocommit_reads = False
 
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
@@ -223,11 +256,37 @@ class SqliteUnits:
             executor = self._executor_()
             loop = asyncio.get_running_loop()
             result = await retry_transient(lambda: loop.run_in_executor(executor, partial(self._on_worker, fn, write)))
+        self._wrote(write)
+        return result
+
+    async def one(self, stmt: Any, params: Mapping[str, Any], *, write: bool, keyed: bool = False) -> Result:
+        """ONE statement in autocommit on the inline connection, on the driver (`direct.execute`): no BEGIN,
+        no COMMIT — SQLite runs a lone statement as its own transaction, a write taking the write lock first
+        (like BEGIN IMMEDIATE). Locked by another process: on the worker thread, as `run` does."""
+        try:
+            result = direct.execute(self._inline_connection(), stmt, params, keyed=keyed)
+        except sa.exc.OperationalError as exc:
+            if not is_transient_db_error(exc):
+                raise
+            executor = self._executor_()
+            loop = asyncio.get_running_loop()
+            result = await retry_transient(
+                lambda: loop.run_in_executor(executor, partial(self._one_on_worker, stmt, params, keyed))
+            )
+        self._wrote(write)
+        return result
+
+    def _one_on_worker(self, stmt: Any, params: Mapping[str, Any], keyed: bool) -> Result:
+        conn = self._worker
+        if conn is None or conn.invalidated:
+            conn = self._worker = self._engine.connect()
+        return direct.execute(conn, stmt, params, keyed=keyed)
+
+    def _wrote(self, write: bool) -> None:
         if write:
             self._writes += 1
             if self._writes % self.CHECKPOINT_EVERY == 0:
                 self._executor_().submit(self._checkpoint)
-        return result
 
     def _shutdown_worker(self) -> None:
         if self._worker is not None:
