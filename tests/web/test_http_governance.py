@@ -106,7 +106,8 @@ async def test_rows_get_actor_labels_in_one_batched_call() -> None:
 
         started = await service.chat(Actor("alice", ("support",)), "refund 1")
         await wait_for_tool_status(service, started.run_id)
-        await service.chat(Actor("bob", ("support",)), "refund 2")
+        bobs = await service.chat(Actor("bob", ("support",)), "refund 2")
+        await wait_for_tool_status(service, bobs.run_id)  # parked before the queries below look for it
 
         mine = (await client.get("/agent/approvals/mine", headers=ALICE)).json()
         assert [(row["runId"], row["actorLabel"]) for row in mine] == [(started.run_id, "Alice A.")]

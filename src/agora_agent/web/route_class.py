@@ -71,8 +71,8 @@ def carries_upload(endpoint: F) -> F:
     return endpoint
 
 
-def current_actor(request: Request) -> Actor:
-    """FastAPI dependency: the actor the route class resolved for this request."""
+async def current_actor(request: Request) -> Actor:
+    """FastAPI dependency: the actor the route class resolved for this request (async: no worker thread)."""
     actor = getattr(request.state, _ACTOR_STATE, None)
     if not isinstance(actor, Actor):  # an endpoint marked `resolves_own_identity` must not use it
         raise UnauthenticatedError("unauthorized")

@@ -181,7 +181,7 @@ async def my_approvals(service: ServiceDep, actor: ActorDep, limit: LimitQ = Non
     return JSONResponse(rows)
 
 
-def _scope(grant: GrantDep) -> GovernanceScope | None:
+async def _scope(grant: GrantDep) -> GovernanceScope | None:
     """FastAPI dependency: the tenant filter of the caller's grant (None for a global admin)."""
     return scope_of(grant)
 
