@@ -93,10 +93,12 @@ _Row = TypeVar("_Row", bound=_OwnedRow)
 
 @dataclass(frozen=True, slots=True)
 class ChatStarted:
-    """A run was accepted: follow it with `await service.subscribe(actor, run_id)`."""
+    """A run was accepted: follow it with `await service.subscribe(actor, started)` (or its `run_id`)."""
 
     run_id: str
     thread_id: str
+    run: RunRecord | None = field(default=None, repr=False, compare=False)
+    """The run row `chat` recorded: `subscribe` given this object checks it instead of reading it back."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -555,32 +557,39 @@ class AgentService:
         )
         if isinstance(runner, RecordingRunner):  # durable: workflow first, so a crash in between loses no run
             await runner.start_recorded(run_input, record)
-            return ChatStarted(run_id=run_id, thread_id=thread.id)
+            return ChatStarted(run_id=run_id, thread_id=thread.id, run=record)
         if isinstance(runner, InlineRunner):
             await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns
         await self.store.record_run_start(record, active_stream=True)
         await runner.start(run_input)
-        return ChatStarted(run_id=run_id, thread_id=thread.id)
+        return ChatStarted(run_id=run_id, thread_id=thread.id, run=record)
 
     async def subscribe(
-        self, caller: Actor | Caller, run_id: str, *, after: int | None = None
+        self, caller: Actor | Caller, run: str | ChatStarted, *, after: int | None = None
     ) -> AsyncIterator[StreamEvent]:
-        """The run's frames after id `after` (all when None), then live ones until the run ends.
+        """The frames of `run` (its id, or what `chat` returned) after id `after` (all when None), then live
+        ones until the run ends.
 
             async for event in await service.subscribe(actor, run_id):
                 ...
 
         Awaiting it checks the run first, so NotFoundError (unknown run) and ForbiddenError (not the
-        caller's) are raised before any frame. A run whose frames this process does not hold replays its
-        stored transcript (runners/transcript.py).
+        caller's) are raised before any frame; given `chat`'s `ChatStarted`, the run row it recorded is
+        checked without reading it back. A run whose frames this process does not hold replays its stored
+        transcript (runners/transcript.py).
         """
-        run = await self._owned_run(Caller.of(caller), run_id)
+        who = Caller.of(caller)
+        if isinstance(run, ChatStarted) and run.run is not None:
+            record = await self._owned(who, "run", run.run)
+        else:
+            record = await self._owned_run(who, run.run_id if isinstance(run, ChatStarted) else run)
+        run_id = record.id
         runner = self.runner
-        if isinstance(runner, InlineRunner) and run.status == "running" and not runner.is_active(run_id):
+        if isinstance(runner, InlineRunner) and record.status == "running" and not runner.is_active(run_id):
             await runner.recover_lapsed(run_id=run_id)  # a dead owner's run ends with an error frame
         if isinstance(runner, StreamingRunner):
             return await runner.stream(run_id, after=after)
-        if not await self.sink.has_stream(run_id) and not self.runner.is_active(run_id):
+        if not runner.is_active(run_id) and not await self.sink.has_stream(run_id):
             # Not in this process (a restart, another process): never an empty stream — the stored transcript.
             return follow_transcript(self.store, run_id, after=after)
         return _with_fallback(self.sink.subscribe(run_id, after=after), self.store, run_id)

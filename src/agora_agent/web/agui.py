@@ -154,7 +154,7 @@ async def agui_run(context: ContextDep, caller: AGUICallerDep, body: RunAgentInp
         agora_run_id=started.run_id,
         agora_thread_id=started.thread_id,
     )
-    events = await service.subscribe(caller, started.run_id)
+    events = await service.subscribe(caller, started)
     return stream_response(
         service, caller, encoder, started.run_id, started.thread_id, events, ping_seconds=context.ping_seconds
     )

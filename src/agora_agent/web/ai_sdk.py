@@ -154,7 +154,7 @@ async def ai_sdk_chat(
             page_context=body.page_context,
         )
         encoder = UIMessageStreamEncoder(run_id=started.run_id, thread_id=started.thread_id)
-        events = await service.subscribe(caller, started.run_id)
+        events = await service.subscribe(caller, started)
         return stream_response(
             service, caller, encoder, started.run_id, started.thread_id, events, ping_seconds=context.ping_seconds
         )

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 from sse_starlette import EventSourceResponse
+from starlette.types import Message, Receive, Scope, Send
 
 from agora_agent.streaming.frames import (
     AgentFrame,
@@ -52,6 +53,7 @@ __all__ = [
     "event_source_response",
     "frame_payload",
     "run_event_stream",
+    "run_stream_response",
 ]
 
 logger = logging.getLogger("agora_agent.web")
@@ -126,26 +128,82 @@ def encode_done() -> bytes:
     return DONE
 
 
+class _HeadFirstResponse(EventSourceResponse):
+    """An `EventSourceResponse` that writes the status line, the headers and `first` (the `meta` event) as
+    soon as it is called, before its keep-alive, shutdown and disconnect tasks start.
+
+    The run was scheduled just before the response: started after those tasks, its first step (history,
+    the model request) ran ahead of them and held the first byte back by a millisecond or more. The bytes
+    on the wire are the same; only their timing changes.
+    """
+
+    def __init__(self, first: bytes, body: AsyncIterator[bytes], **kwargs: Any) -> None:
+        super().__init__(body, **kwargs)
+        self.first = first
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"].upper() == "HEAD":
+            await super().__call__(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.first, "more_body": True})
+
+        async def rest(message: Message) -> None:
+            if message["type"] != "http.response.start":  # sent above
+                await send(message)
+
+        await super().__call__(scope, receive, rest)
+
+
 def event_source_response(
-    body: AsyncIterator[bytes], *, headers: Mapping[str, str] | None = None, ping_seconds: float = 15
+    body: AsyncIterator[bytes],
+    *,
+    headers: Mapping[str, str] | None = None,
+    ping_seconds: float = 15,
+    first: bytes | None = None,
 ) -> EventSourceResponse:
     """An sse-starlette response with the reference's headers, `\\n` separators and keep-alive comments.
 
-    `body` yields already-encoded events. The response never cancels the run: closing it (client
-    disconnect) only ends this subscription.
+    `body` yields already-encoded events; `first`, when given, goes out with the headers at once, before
+    `body` is read. The response never cancels the run: closing it (client disconnect) only ends this
+    subscription.
     """
-    return EventSourceResponse(body, headers={**SSE_HEADERS, **(headers or {})}, ping=ping_seconds, sep="\n")
+    options: dict[str, Any] = {"headers": {**SSE_HEADERS, **(headers or {})}, "ping": ping_seconds, "sep": "\n"}
+    if first is None:
+        return EventSourceResponse(body, **options)
+    return _HeadFirstResponse(first, body, **options)
 
 
-def run_event_stream(run_id: str, thread_id: str | None, events: AsyncIterator[StreamEvent]) -> AsyncIterator[bytes]:
-    """One run's SSE body: `meta`, every event, then `done` — also when the subscription breaks.
+def run_stream_response(
+    run_id: str,
+    thread_id: str | None,
+    events: AsyncIterator[StreamEvent],
+    *,
+    headers: Mapping[str, str] | None = None,
+    ping_seconds: float = 15,
+) -> EventSourceResponse:
+    """One run's SSE response (`run_event_stream`), its `meta` event written with the headers at once."""
+    return event_source_response(
+        run_event_stream(run_id, thread_id, events, meta=False),
+        headers=headers,
+        ping_seconds=ping_seconds,
+        first=encode_meta(run_id, thread_id),
+    )
+
+
+def run_event_stream(
+    run_id: str, thread_id: str | None, events: AsyncIterator[StreamEvent], *, meta: bool = True
+) -> AsyncIterator[bytes]:
+    """One run's SSE body: `meta` (unless `meta=False`: sent apart), every event, then `done` — also when
+    the subscription breaks.
 
     A failure while following the run ends only this subscriber (with an `error` frame telling it to
     re-attach); the run itself goes on.
     """
 
     async def body() -> AsyncIterator[bytes]:
-        yield encode_meta(run_id, thread_id)
+        if meta:
+            yield encode_meta(run_id, thread_id)
         try:
             async for event in events:
                 yield encode_event(event)

@@ -22,7 +22,7 @@ from agora_agent.web.access import authenticate_for_agent
 from agora_agent.web.deps import CallerDep, ContextDep, ServiceDep, error_responses
 from agora_agent.web.route_class import resolves_own_identity, set_actor
 from agora_agent.web.schemas import AbortedResponse, ChatRequest
-from agora_agent.web.sse import event_source_response, run_event_stream
+from agora_agent.web.sse import run_stream_response
 
 __all__ = ["ChatIdentity", "add_routes", "cancel", "chat", "chat_identity", "reattach"]
 
@@ -91,9 +91,11 @@ async def chat(
         attachments=[a.to_attachment() for a in body.attachments or ()],
         ui_capabilities=body.ui_capabilities,
     )
-    events = await service.subscribe(caller, started.run_id)
-    return event_source_response(
-        run_event_stream(started.run_id, started.thread_id, events),
+    events = await service.subscribe(caller, started)  # the run chat recorded: not read back
+    return run_stream_response(
+        started.run_id,
+        started.thread_id,
+        events,
         headers={"X-Agent-Run-Id": started.run_id, "X-Agent-Thread-Id": started.thread_id},
         ping_seconds=context.ping_seconds,
     )
@@ -114,8 +116,8 @@ async def reattach(
     """
     after = parse_last_event_id(last_event_id)
     events = await context.service.subscribe(caller, run_id, after=after)
-    return event_source_response(
-        run_event_stream(run_id, None, events), headers={"X-Agent-Run-Id": run_id}, ping_seconds=context.ping_seconds
+    return run_stream_response(
+        run_id, None, events, headers={"X-Agent-Run-Id": run_id}, ping_seconds=context.ping_seconds
     )
 
 

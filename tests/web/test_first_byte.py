@@ -1,0 +1,142 @@
+"""`POST /agent/chat`'s first byte: what runs before it, and what must not.
+
+The response's head and its `meta` frame leave before the run takes its first step (the run is scheduled
+just before the response starts; its first step, history and the model request, once ran ahead and held
+the first byte back by a millisecond or more). `subscribe` given what `chat` returned checks the run row
+`chat` recorded instead of reading it back. No route dependency is a plain `def`: FastAPI would run it on
+a worker thread, a hand-off per request for a getattr.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
+
+from agora_agent import AgentService
+from agora_agent.actors import Actor
+from agora_agent.errors import ForbiddenError
+from agora_agent.messages import ModelRequest
+from agora_agent.service import ChatStarted
+from agora_agent.testing import ScriptedTurn
+from agora_agent.web import create_app
+
+from .conftest import is_admin, make_config
+
+
+async def _post_chat(app: Any, order: list[str]) -> None:
+    """POST /agent/chat through the bare ASGI interface, noting in `order` each message the app sends."""
+    body = json.dumps({"message": "hi"}).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/agent/chat",
+        "raw_path": b"/agent/chat",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"test"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"x-actor-id", b"alice"),
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+    }
+    messages = iter([{"type": "http.request", "body": body, "more_body": False}])
+    ended = False
+
+    async def receive() -> dict[str, Any]:
+        import asyncio
+
+        while not ended:  # the request is read; the client stays until the response ends
+            try:
+                return next(messages)
+            except StopIteration:
+                await asyncio.sleep(0.005)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal ended
+        if message["type"] == "http.response.start":
+            order.append(f"start {message['status']}")
+        elif message.get("body"):
+            order.append("meta" if message["body"].startswith(b"event: meta") else "frame")
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            ended = True
+
+    await app(scope, receive, send)
+
+
+async def test_the_head_and_meta_frame_leave_before_the_run_takes_its_first_step() -> None:
+    order: list[str] = []
+
+    def script(request: ModelRequest, turn: int) -> ScriptedTurn:
+        order.append("model")
+        return ScriptedTurn(text="Hello there")
+
+    app = create_app(make_config(script))
+    async with app.state.agent_service:
+        await _post_chat(app, order)
+    assert order[:3] == ["start 200", "meta", "model"], order
+    assert order.count("meta") == 1 and "frame" in order
+
+
+async def test_subscribe_to_what_chat_returned_checks_the_recorded_run_without_reading_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    alice, bob = Actor("alice", roles=("support",)), Actor("bob", roles=("support",))
+    async with AgentService.from_config(make_config()) as service:
+        started = await service.chat(alice, "hi")
+        reads: list[str] = []
+        get_run = service.store.get_run
+
+        async def counted(run_id: str) -> Any:
+            reads.append(run_id)
+            return await get_run(run_id)
+
+        monkeypatch.setattr(service.store, "get_run", counted)
+        with pytest.raises(ForbiddenError):
+            await service.subscribe(bob, started)  # the recorded row is checked like a stored one
+        frames = [event.frame async for event in await service.subscribe(alice, started)]
+        assert reads == [] and frames
+        # by id, or a ChatStarted that does not carry the row: read and checked as before
+        await service.subscribe(alice, started.run_id)
+        await service.subscribe(alice, ChatStarted(run_id=started.run_id, thread_id=started.thread_id))
+        assert reads == [started.run_id, started.run_id]
+
+
+def _api_routes(routes: Sequence[Any]) -> Iterator[APIRoute]:
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        elif hasattr(route, "original_router"):  # FastAPI's included router
+            yield from _api_routes(route.original_router.routes)
+
+
+def _calls(dependant: Dependant) -> Iterator[Any]:
+    for sub in dependant.dependencies:
+        if sub.call is not None:
+            yield sub.call
+        yield from _calls(sub)
+
+
+def test_no_route_dependency_runs_on_a_worker_thread() -> None:
+    app = create_app(make_config(governance_authorize=is_admin))  # the governance routes too
+    routes = list(_api_routes(app.routes))
+    sync = {
+        f"{route.path}: {getattr(call, '__qualname__', call)}"
+        for route in routes
+        for call in _calls(route.dependant)
+        if not inspect.iscoroutinefunction(call)
+    }
+    assert len(routes) > 20 and not sync, sorted(sync)
