@@ -36,3 +36,13 @@ def test_issue_api_names() -> None:
     from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest, echo_script  # noqa: F401
 
     assert agora_agent.testing.__all__ == sorted(agora_agent.testing.__all__)
+
+
+def test_the_mcp_names_stay_importable_from_agora_agent_mcp() -> None:
+    import agora_agent.mcp as edge
+    from agora_agent.tools.mcp import MCPServer
+    from agora_agent.tools.mcp.client import MCPConnections, ServerStatus
+
+    assert edge.MCPServer is MCPServer
+    assert (edge.MCPConnections, edge.ServerStatus) == (MCPConnections, ServerStatus)
+    assert callable(edge.mount_mcp)

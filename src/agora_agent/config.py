@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from agora_agent.genui.present import PresentationErrorHandler
     from agora_agent.genui.registry import ComponentSource
     from agora_agent.governance.gate import GovernanceScope
-    from agora_agent.mcp.config import MCPServer
     from agora_agent.media.download import SafeDownloader
     from agora_agent.observability.events import EventHandler
+    from agora_agent.tools.mcp.config import MCPServer
 
 __all__ = ["AgentConfig", "DashboardConfig", "GovernanceAuthorize"]
 

@@ -225,7 +225,7 @@ class AgentService:
         self.governance_queries = self._resolve_governance_queries()
         self._bind_confirm_tokens()
         if config.mcp_servers and self._mcp is None:
-            from agora_agent.mcp.client import MCPConnections
+            from agora_agent.tools.mcp.client import MCPConnections
 
             self._mcp = MCPConnections(list(config.mcp_servers), self.registry)
             await self._mcp.start()  # bounded by each server's connect_timeout; a down server never blocks

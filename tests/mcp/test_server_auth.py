@@ -6,13 +6,17 @@ from typing import Any
 
 import httpx2
 import mcp_types as types
+import pytest
 from fastapi import FastAPI
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from starlette.authentication import AuthCredentials, AuthenticationBackend, SimpleUser
 from starlette.middleware.authentication import AuthenticationMiddleware
 
-from agora_agent import Actor, AgentConfig, CallableActorResolver
+from agora_agent import Actor, AgentConfig, AgentDefinition, CallableActorResolver
 from agora_agent.actors import HeaderActorResolver
-from agora_agent.mcp import bearer_auth, fixed_actor, mount_mcp, resolver_auth
+from agora_agent.errors import ConfigurationError, NotFoundError
+from agora_agent.mcp import api_key_auth, bearer_auth, fixed_actor, mount_mcp, resolver_auth
 from agora_agent.testing import FakeModel, echo_script
 from agora_agent.web import agent_router, create_app
 from tests.mcp.conftest import mcp_client, serve
@@ -137,3 +141,45 @@ async def test_the_same_app_can_start_twice() -> None:
     for _ in range(2):
         async with serve(app) as base, mcp_client(f"{base}/agent/mcp") as client:
             assert "whoami" in [t.name for t in (await client.list_tools()).tools]
+
+
+async def test_the_served_agents_resolver_only_refines_the_mcp_caller() -> None:
+    """Naming an agent over MCP cannot lower the identity bar: the mount's auth accepts the caller first,
+    then the agent's own resolver must agree with it (same actor and tenant, no extra roles); it may narrow."""
+    kiosk = AgentDefinition(name="kiosk", actor_resolver=HeaderActorResolver())
+    app = create_app(config(agents=[kiosk]))
+    mount_mcp(app, auth=api_key_auth({"k-alice": Actor("alice", ("support",), "acme")}), agent="kiosk")
+    alice = {"x-actor-id": "alice", "x-tenant-ref": "acme"}
+    async with serve(app) as base, httpx2.AsyncClient() as http:
+        url = f"{base}/agent/mcp"
+        # Headers alone are no identity: the agent's header resolver is never asked without a valid key.
+        r = await http.post(url, json=LIST, headers={**alice, "x-actor-role": "support,admin"})
+        assert r.status_code == 401 and r.json() == {"error": "missing bearer token"}
+        key = {"Authorization": "Bearer k-alice"}
+        r = await http.post(url, json=LIST, headers=key)  # the agent's resolver refuses: 401
+        assert r.status_code == 401 and r.json() == {"error": "missing x-actor-id header"}
+        claims = [{**alice, "x-actor-role": "support,admin"}, {**alice, "x-actor-id": "bob"}, {"x-actor-id": "alice"}]
+        for claim in claims:  # an extra role, another actor, another tenant (none)
+            r = await http.post(url, json=LIST, headers={**key, **claim})
+            assert r.status_code == 403, claim
+            assert r.json()["error"].startswith('agent "kiosk": its actor resolver must agree')
+        # Agreeing with fewer roles narrows the caller: lookup_order needs "support".
+        async with (
+            httpx2.AsyncClient(headers={**key, **alice}, timeout=httpx2.Timeout(20, read=60)) as narrowed,
+            Client(streamable_http_client(url, http_client=narrowed)) as client,
+        ):
+            assert [t.name for t in (await client.list_tools()).tools] == ["whoami"]
+            result = await client.call_tool("whoami", {})
+            assert result.structured_content is not None
+            assert (result.structured_content["actor"], result.structured_content["tenant"]) == ("alice", "acme")
+    app = create_app(config(agents=[kiosk]))
+    mount_mcp(app, auth=api_key_auth({"k-alice": Actor("alice", ("support",), "acme")}))  # the default agent
+    async with serve(app) as base, mcp_client(f"{base}/agent/mcp", "k-alice") as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["whoami", "lookup_order"]
+
+
+def test_mounting_an_unknown_agent_is_a_configuration_error() -> None:
+    app = create_app(config())
+    with pytest.raises(ConfigurationError) as caught:
+        mount_mcp(app, auth=fixed_actor(Actor("ops")), agent="nope")
+    assert isinstance(caught.value.__cause__, NotFoundError)

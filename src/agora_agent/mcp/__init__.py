@@ -3,8 +3,10 @@
 - Serve the app's governed tools to MCP clients: `mount_mcp(app, auth=api_key_auth(...))`.
 - Use an external MCP server's tools as governed tools: `AgentConfig(mcp_servers=[MCPServer(...)])`.
 
-The SDK is imported only when a name that needs it is first used, so `MCPServer` can be configured
-without the extra installed.
+This package is an edge, like `web/`: the server (server.py) and its auth (auth.py) sit on top of the
+service. The client side lives below the service, in `agora_agent.tools.mcp`; its public names are
+re-exported here. The SDK is imported only when a name that needs it is first used, so `MCPServer` can
+be configured without the extra installed.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agora_agent.mcp.auth import MCPAuth, OAuthResource, api_key_auth, bearer_auth, fixed_actor, resolver_auth
-from agora_agent.mcp.config import MCPServer
+from agora_agent.tools.mcp.config import MCPServer
 
 if TYPE_CHECKING:
-    from agora_agent.mcp.client import MCPConnections, ServerStatus
     from agora_agent.mcp.server import ActionsMode, MCPEndpoint, mount_mcp
+    from agora_agent.tools.mcp.client import MCPConnections, ServerStatus
 
 __all__ = [
     "ActionsMode",
@@ -34,11 +36,11 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ActionsMode": "server",
-    "MCPEndpoint": "server",
-    "mount_mcp": "server",
-    "MCPConnections": "client",
-    "ServerStatus": "client",
+    "ActionsMode": "agora_agent.mcp.server",
+    "MCPEndpoint": "agora_agent.mcp.server",
+    "mount_mcp": "agora_agent.mcp.server",
+    "MCPConnections": "agora_agent.tools.mcp.client",
+    "ServerStatus": "agora_agent.tools.mcp.client",
 }
 
 
@@ -48,4 +50,4 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'agora_agent.mcp' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"agora_agent.mcp.{module}"), name)
+    return getattr(importlib.import_module(module), name)

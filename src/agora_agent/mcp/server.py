@@ -7,7 +7,8 @@
 Built on the official SDK's low-level `Server` and its `StreamableHTTPSessionManager` (stateless by
 default). What this module adds is governance:
 
-- identity on every HTTP request from one `MCPAuth` (401 `{"error": …}` otherwise);
+- identity on every HTTP request from one `MCPAuth` (401 `{"error": …}` otherwise), refined by the served
+  agent's own actor resolver when it has one, as over HTTP (it must agree, else 403);
 - `tools/list` is the registry's `offer()` for that caller (the same filter chain as chat), minus
   delegation tools and, unless `actions="execute"|"confirm"`, minus action tools;
 - `tools/call` re-runs the whole chain (`registry.authorize`), validates the input (every issue listed),
@@ -29,7 +30,7 @@ import secrets
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,7 +52,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agora_agent.actors import Actor
-from agora_agent.errors import ConfigurationError, ToolError, UnauthenticatedError
+from agora_agent.errors import ConfigurationError, ForbiddenError, NotFoundError, ToolError, UnauthenticatedError
 from agora_agent.mcp.auth import MCPAuth, NoAuth
 from agora_agent.messages import ToolDefinition
 from agora_agent.stores.base import RunRecord, ToolCallPatch, ToolCallRecord
@@ -59,6 +60,7 @@ from agora_agent.tools.context import ToolContext
 from agora_agent.tools.registry import AuthorizedCall
 from agora_agent.tools.retry import run_with_retry
 from agora_agent.tools.spec import DescribeContext
+from agora_agent.web.access import refine_for_agent
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -109,12 +111,21 @@ def _actor_of(ctx: ServerRequestContext[Any, Any]) -> Actor:
 
 
 class _Gate:
-    """ASGI wrapper: authenticate EVERY request before the SDK sees it (fail closed)."""
+    """ASGI wrapper: authenticate EVERY request before the SDK sees it (fail closed).
 
-    def __init__(self, app: ASGIApp, auth: MCPAuth, metadata_url: Callable[[Request], str] | None) -> None:
+    `refine` is the served agent's say on the caller `auth` accepted (401/403 when it refuses)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        auth: MCPAuth,
+        metadata_url: Callable[[Request], str] | None,
+        refine: Callable[[Actor, Request], Awaitable[Actor]],
+    ) -> None:
         self.app = app
         self.auth = auth
         self.metadata_url = metadata_url
+        self.refine = refine
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -123,14 +134,17 @@ class _Gate:
         request = Request(scope, receive)
         try:
             actor = await self.auth.authenticate(request)
+            if not isinstance(actor, Actor):
+                raise UnauthenticatedError("unauthorized")
+            actor = await self.refine(actor, request)
         except UnauthenticatedError as exc:
             await self._refuse(request, str(exc) or "unauthorized", scope, receive, send)
             return
+        except ForbiddenError as exc:
+            await JSONResponse({"error": str(exc)}, status_code=403)(scope, receive, send)
+            return
         except Exception:
             logger.exception("agora-agent MCP: the auth hook raised; refusing the request")
-            await self._refuse(request, "unauthorized", scope, receive, send)
-            return
-        if not isinstance(actor, Actor):
             await self._refuse(request, "unauthorized", scope, receive, send)
             return
         scope.setdefault("state", {})[_ACTOR_KEY] = actor
@@ -186,6 +200,10 @@ class MCPEndpoint:
         self.path = "/" + (path if path is not None else f"{prefix}/mcp").strip("/")
         self.actions: ActionsMode = actions
         self.agent_name = agent
+        try:
+            self._agent = service.agent(agent)  # whose allow-list and actor resolver apply
+        except NotFoundError as exc:
+            raise ConfigurationError(f"mount_mcp: {exc}") from exc
         self.tools = frozenset(tools) if tools is not None else None
         self.resource_url = resource_url
         # Seals the elicitation round trip (modern protocol); share it across workers behind a load balancer.
@@ -203,7 +221,12 @@ class MCPEndpoint:
         self.session_manager = StreamableHTTPSessionManager(app=self.server, **self._manager_options)
         self._manager_used = False
         metadata = self._metadata_url if self.auth.oauth is not None else None
-        self.asgi: ASGIApp = _Gate(self._dispatch, self.auth, metadata)
+        self.asgi: ASGIApp = _Gate(self._dispatch, self.auth, metadata, self._refine)
+
+    async def _refine(self, actor: Actor, request: Request) -> Actor:
+        """The served agent's own resolver, if any, refines the caller the mount's auth accepted: it must
+        agree (same actor and tenant, no extra roles) — the rule of the HTTP routes that name an agent."""
+        return await refine_for_agent(actor, self._agent, request)
 
     # -- mounting --------------------------------------------------------------------------------
 
@@ -605,7 +628,10 @@ def mount_mcp(
     - `actions`: `"refuse"` (default: action tools neither listed nor callable), `"execute"` (run them
       like reads — you opt out of human approval), `"confirm"` (ask the human in the MCP client through
       elicitation; clients without it get a clear refusal).
-    - `agent` / `tools`: whose tool allow-list applies (default agent) and an extra allow-list.
+    - `agent` / `tools`: whose tool allow-list applies (default agent) and an extra allow-list. When that
+      agent has its own `actor_resolver`, it refines every caller `auth` accepted, as on the HTTP routes
+      that name an agent: it must accept (else 401) and agree — same actor and tenant, no extra roles
+      (else 403). Naming an agent never lowers the identity bar.
     - `stateless` (default True) scales across workers; False keeps SDK sessions (needs sticky routing,
       and is what lets handshake-era clients answer an elicitation).
     - `transport_security`: the SDK's DNS-rebinding settings (allowed hosts/origins); off by default

@@ -3,7 +3,8 @@
 Identity comes only from a resolver. An agent's own `actor_resolver` never replaces the app's: the app's
 resolver must accept the caller first, then the agent's runs and must agree — the same actor id and
 tenant, and no role the app's actor lacks (it may only narrow) — else 403. So naming an agent in a
-request can never lower the identity bar (`authenticate_for_agent`).
+request can never lower the identity bar (`authenticate_for_agent`). The MCP mount applies the same rule
+after its own auth (`refine_for_agent`).
 
 Everything after identity — ownership (404/403), the governance gate
 (403), tenant scopes — is decided by `AgentService` from the `Caller` (`web/deps.py`), and the web
@@ -21,7 +22,7 @@ from agora_agent.actors import Actor, ActorResolver, HeaderActorResolver
 from agora_agent.agents import AgentDefinition
 from agora_agent.errors import ForbiddenError, UnauthenticatedError
 
-__all__ = ["authenticate", "authenticate_for_agent", "warn_header_resolvers"]
+__all__ = ["authenticate", "authenticate_for_agent", "refine_for_agent", "warn_header_resolvers"]
 
 logger = logging.getLogger("agora_agent.web")
 
@@ -54,12 +55,23 @@ async def authenticate(resolver: ActorResolver, request: Request) -> Actor:
 async def authenticate_for_agent(app_resolver: ActorResolver, agent: AgentDefinition | None, request: Request) -> Actor:
     """The caller of a route that names an agent (`POST /chat`, AI SDK, AG-UI).
 
-    401 unless the app's resolver accepts the caller. An agent with its own resolver then resolves the
-    caller too (401 if it refuses) and must agree with the app's actor: same id and tenant, roles a
-    subset of the app's — else ForbiddenError. The agent's actor (possibly with fewer roles) is returned.
+    401 unless the app's resolver accepts the caller; then the agent's own resolver, if it has one,
+    refines that actor (`refine_for_agent`). The agent's actor (possibly with fewer roles) is returned.
     """
     actor = await authenticate(app_resolver, request)
-    if agent is None or agent.actor_resolver is None or agent.actor_resolver is app_resolver:
+    if agent is None or agent.actor_resolver is app_resolver:
+        return actor
+    return await refine_for_agent(actor, agent, request)
+
+
+async def refine_for_agent(actor: Actor, agent: AgentDefinition, request: Request) -> Actor:
+    """`actor`, already accepted by the app's identity check (its resolver, or the MCP mount's auth),
+    refined by the agent's own resolver when it has one.
+
+    The agent's resolver resolves the caller too (401 if it refuses) and must agree with `actor`: same id
+    and tenant, roles a subset of `actor`'s — else ForbiddenError. So an agent can only narrow a caller.
+    """
+    if agent.actor_resolver is None:
         return actor
     narrowed = await authenticate(agent.actor_resolver, request)
     extra = sorted(set(narrowed.roles) - set(actor.roles))

@@ -1,7 +1,7 @@
 """A real MCP server written with the SDK's `MCPServer` (FastMCP), for the client tests.
 
-    python tests/mcp/fixture_server.py                 # stdio
-    python tests/mcp/fixture_server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
+    python tests/tools/mcp/fixture_server.py                 # stdio
+    python tests/tools/mcp/fixture_server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
 
 `MCP_FIXTURE_LOG` (a file path) gets one JSON line per destructive call and the server's pid at start.
 """

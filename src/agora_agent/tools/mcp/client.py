@@ -26,8 +26,8 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from agora_agent.errors import ToolExecutionError
-from agora_agent.mcp.config import MCPServer
 from agora_agent.tools.context import ToolContext
+from agora_agent.tools.mcp.config import MCPServer
 from agora_agent.tools.registry import ToolRegistry
 from agora_agent.tools.spec import ToolKind, ToolSpec
 
