@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
 
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition, Persona, delegation_specs
@@ -187,6 +187,7 @@ class AgentService:
         self.audit: AuditLog = MemoryAuditLog()
         self._backend: Any = None
         self._runner: Runner | None = None
+        self._recording: tuple[Runner, bool] | None = None  # see `_records_runs`
         # Rendered thread history kept between runs: a run loads only what came after (loop/history.py).
         self._history = HistoryCache()
         self._mcp: Any = None  # agora_agent.mcp.MCPConnections, built in start() (the SDK is an extra)
@@ -440,6 +441,13 @@ class AgentService:
             return MemoryGovernanceQueries(self.store, self.pricing)
         return None
 
+    def _records_runs(self, runner: Runner) -> bool:
+        """`isinstance(runner, RecordingRunner)`, asked once per runner (a protocol check costs ~10 µs a chat)."""
+        known = self._recording
+        if known is None or known[0] is not runner:
+            known = self._recording = (runner, isinstance(runner, RecordingRunner))
+        return known[1]
+
     @property
     def runner(self) -> Runner:
         if self._runner is None:
@@ -555,8 +563,8 @@ class AgentService:
             attachments=tuple(attachments),
             ui_capabilities=frozenset(ui_capabilities) if ui_capabilities is not None else None,
         )
-        if isinstance(runner, RecordingRunner):  # durable: workflow first, so a crash in between loses no run
-            await runner.start_recorded(run_input, record)
+        if self._records_runs(runner):  # durable: workflow first, so a crash in between loses no run
+            await cast(RecordingRunner, runner).start_recorded(run_input, record)
             return ChatStarted(run_id=run_id, thread_id=thread.id, run=record)
         if isinstance(runner, InlineRunner):
             await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns

@@ -411,7 +411,11 @@ class LimitCache:
         """Keep the limits just read for `actor` (its run's model steps reuse them)."""
         if len(self._seen) > 10_000:  # bounded: a long-lived process sees many actors
             self._seen.clear()
-        self._seen[(actor.id, actor.tenant_ref)] = (time.monotonic(), limits)
+        key = (actor.id, actor.tenant_ref)
+        seen = self._seen.get(key)
+        if seen is not None and seen[1] == limits:
+            limits = seen[1]  # unchanged: keep the same tuple, so what the quota store worked out for it stays valid
+        self._seen[key] = (time.monotonic(), limits)
         return limits
 
     async def current(self, actor: Actor) -> tuple[Limit, ...]:

@@ -60,6 +60,12 @@ class DefaultRolesPolicy:
         self.default_roles = tuple(default_roles)
         self.empty_roles: EmptyRoles = empty_roles
 
+    @property
+    def pure(self) -> bool:
+        """`can` answers synchronously from the actor's roles and the tool's spec alone (a subclass that
+        overrides `can` is not assumed to): the registry reuses its verdicts within a run."""
+        return type(self).can is DefaultRolesPolicy.can
+
     def can(self, actor: Actor, spec: ToolSpec) -> bool:
         if PERSONAL_AGENT_ROLE in actor.roles:
             return personal_agent_allows(actor, spec)

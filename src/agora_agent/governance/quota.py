@@ -272,6 +272,19 @@ class _Counter:
     reserved_usd: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What reserving under one limits tuple on one day needs, worked out once: the counters (kept: a counter
+    is never replaced once made), whether a USD limit applies, the thresholds to watch."""
+
+    limits: tuple[Limit, ...]
+    day: str
+    scopes: tuple[tuple[str, str, str], ...]
+    cells: tuple[_Counter, ...]
+    usd: bool
+    watch: tuple[tuple[Any, ...], ...]
+
+
 @dataclass
 class _Claims:
     """Thresholds already raised (scope, key, period, unit, threshold): once per period crossing."""
@@ -296,6 +309,25 @@ class MemoryQuotaStore:
         self._open: dict[str, Reservation] = {}
         self._claims = _Claims()
         self._pending: dict[str, list[ThresholdCrossing]] = {}
+        self._plans: dict[int, _Plan] = {}  # id(limits) -> plan (the plan holds the limits: the id stays theirs)
+
+    def _plan(self, limits: tuple[Limit, ...], day: str) -> _Plan:
+        plan = self._plans.get(id(limits))
+        if plan is not None and plan.limits is limits and plan.day == day:
+            return plan
+        scopes = tuple(limit.counter(day) for limit in limits)
+        plan = _Plan(
+            limits=limits,
+            day=day,
+            scopes=scopes,
+            cells=tuple(self._counter(*scope) for scope in scopes),
+            usd=any(limit.usd is not None for limit in limits),
+            watch=watch_rows(limits, day),
+        )
+        if len(self._plans) >= 1024:  # bounded: limits tuples are remembered per actor for a while only
+            self._plans.clear()
+        self._plans[id(limits)] = plan
+        return plan
 
     def _counter(self, scope: str, key: str, period: str) -> _Counter:
         counter = self._counters.get((scope, key, period))
@@ -327,24 +359,26 @@ class MemoryQuotaStore:
         run_id: str | None = None,
     ) -> Reservation:
         limits = await self.limits.current(actor)
-        self._refuse_if_exhausted(limits, day)  # no await from here to the grant
-        usd = usd if any(limit.usd is not None for limit in limits) else 0.0
-        scopes = tuple(limit.counter(day) for limit in limits)
-        for scope, key, period in scopes:
-            c = self._counter(scope, key, period)
+        plan = self._plan(limits, day)  # no await from here to the grant
+        for limit, c in zip(limits, plan.cells, strict=True):
+            error = refusal(limit, day, c.used_tokens, c.used_usd, c.reserved_tokens, c.reserved_usd)
+            if error is not None:
+                raise error
+        usd = usd if plan.usd else 0.0
+        for c in plan.cells:
             c.reserved_tokens += tokens
             c.reserved_usd += usd
         reservation = Reservation(
             id=reservation_id,
-            scopes=scopes,
+            scopes=plan.scopes,
             period_key=day,
             tokens=tokens,
             usd=usd,
             run_id=run_id,
             expires_at=datetime.now(UTC) + self.budget.reservation_ttl,
-            watch=watch_rows(limits, day),
+            watch=plan.watch,
         )
-        if scopes:
+        if plan.scopes:
             self._open[reservation_id] = reservation
         return reservation
 

@@ -10,7 +10,9 @@ from typing import Any
 from agora_agent.agents import Persona
 from agora_agent.governance.pricing import ModelPrice
 from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
+from agora_agent.messages import ToolDefinition
 from agora_agent.streaming.sink import SinkWriter
+from agora_agent.tools.registry import ChainMemo
 
 __all__ = ["RunState", "json_default", "now_utc", "serialize_output", "to_jsonable"]
 
@@ -25,7 +27,11 @@ class RunState:
     writer: SinkWriter
     persona: Persona | None
     allow_list: frozenset[str] | None
+    memo: ChainMemo | None = None  # the filter chain's verdicts that hold for the whole run
+    delegation_names: frozenset[str] = frozenset()  # the agent's own `ask_<agent>` tools
+    offered: tuple[list[ToolDefinition], tuple[ToolDefinition, ...]] | None = None  # last offer, as sent
     prices: dict[str, ModelPrice] = field(default_factory=dict)
+    attachments: bool = True  # whether the run's messages carry attachments to prepare (see `_open_run`)
 
 
 def now_utc() -> datetime:
@@ -35,6 +41,11 @@ def now_utc() -> datetime:
 
 def serialize_output(output: Any) -> str:
     """Tool output as the model sees it: strings as-is, everything else as JSON."""
+    kind = type(output)
+    if kind is str:
+        return output  # type: ignore[no-any-return]
+    if kind is int:
+        return str(output)  # what json.dumps writes for an int, without the encoder
     if isinstance(output, str):
         return output
     return json.dumps(output, default=str, ensure_ascii=False)

@@ -19,7 +19,7 @@ from agora_agent.loop._state import serialize_output
 from agora_agent.messages import ModelMessage, ToolCall, ToolResult
 from agora_agent.stores.base import AgentStore, MessageRecord, ToolCallRecord
 
-__all__ = ["HistoryCache", "load_history"]
+__all__ = ["History", "HistoryCache", "has_attachments", "load_history"]
 
 FINAL_STATUSES = frozenset({"executed", "failed", "rejected", "expired", "unknown_after_crash"})
 """Tool-call statuses after which the row (and so the rendered result) no longer changes."""
@@ -29,6 +29,25 @@ FINAL_STATUSES = frozenset({"executed", "failed", "rejected", "expired", "unknow
 class _Kept:
     anchor: str  # id of the last message of the kept prefix
     prefix: tuple[ModelMessage, ...]
+    attachments: bool = False  # whether a message of the prefix carries an attachment
+
+
+class History(list[ModelMessage]):
+    """A thread's history as model messages (a fresh list the caller may extend), knowing whether any of
+    them carries an attachment without looking at each (a long thread's steps stay O(1) there)."""
+
+    __slots__ = ("attachments",)
+
+    def __init__(self, messages: Sequence[ModelMessage], *, attachments: bool) -> None:
+        super().__init__(messages)
+        self.attachments = attachments
+
+
+def has_attachments(messages: Sequence[ModelMessage]) -> bool:
+    """Whether a message carries an attachment: a `History` knows, any other sequence is looked through."""
+    if isinstance(messages, History):
+        return messages.attachments
+    return any(m.attachments for m in messages)
 
 
 class HistoryCache:
@@ -54,21 +73,25 @@ class HistoryCache:
         self._kept.pop(thread_id, None)
 
 
-async def load_history(
-    store: AgentStore, thread_id: str, cache: HistoryCache | None = None
-) -> tuple[str, list[ModelMessage]]:
+async def load_history(store: AgentStore, thread_id: str, cache: HistoryCache | None = None) -> tuple[str, History]:
     """The thread's title and its history as model messages (each tool call followed by its persisted result)."""
     kept = cache.get(thread_id) if cache is not None else None
     loaded = await store.load_thread(thread_id, after=kept.anchor if kept is not None else None)
-    base = kept.prefix if kept is not None and not loaded.complete else ()
+    reuse = kept is not None and not loaded.complete
+    base = kept.prefix if kept is not None and reuse else ()
+    base_attachments = kept.attachments if kept is not None and reuse else False
     rendered, stable, anchor = _render(loaded.messages, loaded.tool_calls)
     if cache is not None:
         if anchor is not None:
-            cache.put(thread_id, _Kept(anchor=anchor, prefix=(*base, *rendered[:stable])))
+            prefix = (*base, *rendered[:stable])
+            attached = base_attachments or any(m.attachments for m in rendered[:stable])
+            cache.put(thread_id, _Kept(anchor=anchor, prefix=prefix, attachments=attached))
         elif loaded.complete:
             cache.forget(thread_id)
     title = loaded.thread.title if loaded.thread is not None else ""
-    return title, [*base, *rendered]
+    history = History(base, attachments=base_attachments or any(m.attachments for m in rendered))
+    history.extend(rendered)
+    return title, history
 
 
 def _render(

@@ -116,7 +116,9 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
 
     # Authorize first, for every kind: an action the actor may not invoke never parks (DESIGN §3).
     try:
-        authorized = await deps.registry.authorize(call.name, call.input, ctx=ctx, policy=deps.policy, allow_list=allow)
+        authorized = await deps.registry.authorize(
+            call.name, call.input, ctx=ctx, policy=deps.policy, allow_list=allow, memo=state.memo
+        )
     except ToolError as exc:
         message = str(exc)
         refused = base_record("failed", error=message, policy_decision=f"refused: {type(exc).__name__}")

@@ -17,6 +17,7 @@ Where this loop decides differently from the reference:
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,7 +28,7 @@ from agora_agent.agents import derive_title, effective_allow_list, resolve_syste
 from agora_agent.governance.pricing import estimate_cost
 from agora_agent.governance.quota import Reservation
 from agora_agent.loop._state import RunState, now_utc
-from agora_agent.loop.history import load_history
+from agora_agent.loop.history import History, has_attachments, load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
@@ -40,6 +41,16 @@ __all__ = ["run_agent_loop"]
 
 _STEP_IDS = uuid.UUID("5f0c7c52-4d0e-4a53-9a38-6b1f1a4c2e71")
 """Namespace of the assistant message ids: uuid5(run id, step), the same on a durable replay."""
+_STEP_ID_PREFIX = _STEP_IDS.bytes
+
+
+def step_id(name: str) -> str:
+    """`str(uuid.uuid5(_STEP_IDS, name))`, without building a `UUID` (one per model step)."""
+    digest = bytearray(hashlib.sha1(_STEP_ID_PREFIX + name.encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
@@ -77,18 +88,26 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
             run_id=run.run_id,
             persona=persona.id if persona else None,
             attachments=list(run.attachments) or None,
-            message_id=str(uuid.uuid5(_STEP_IDS, f"{run.run_id}/user")),  # a replayed step writes it once
+            message_id=step_id(f"{run.run_id}/user"),  # a replayed step writes it once
         ),
     )
     thread_title, history = await hooks.step("load:thread", lambda: load_history(store, run.thread_id, deps.history))
     writer = await hooks.open_sink()
+    allow_list = effective_allow_list(agent, persona)
     state = RunState(
         deps=deps,
         run=run,
         hooks=hooks,
         writer=writer,
         persona=persona,
-        allow_list=effective_allow_list(agent, persona),
+        allow_list=allow_list,
+        memo=deps.registry.memo(
+            run.actor,
+            policy=deps.policy,
+            allow_list=allow_list,
+            describe_ctx=DescribeContext(actor=run.actor, thread_id=run.thread_id, agent=agent.name),
+        ),
+        delegation_names=agent.delegation_names(),
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
         system = await retrieve_into_system(
@@ -106,7 +125,10 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
         price_list = await hooks.step("pricing:list", pricing.list_current_prices)
         state.prices = {p.model_id: p for p in price_list}
 
-    return state, system, thread_title, list(history)
+    # The messages a step sends carry attachments only if the history does (the loop adds none): known here
+    # once, so a step does not look through a long thread for them.
+    state.attachments = deps.attachments is not None and has_attachments(history)
+    return state, system, thread_title, history if isinstance(history, History) else list(history)
 
 
 async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
@@ -119,7 +141,7 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     known_cost: float | None = None
     for i in range(deps.max_steps):
         tools = await _offered_tools(state)
-        request = ModelRequest(system=system, messages=tuple(messages), tools=tuple(tools), model_id=agent.model_id)
+        request = ModelRequest(system=system, messages=tuple(messages), tools=tools, model_id=agent.model_id)
         asked = time.perf_counter()
         turn, reservation = await _model_step(state, i, request)
         latency_ms = int((time.perf_counter() - asked) * 1000)
@@ -158,16 +180,18 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
 
 
-async def _offered_tools(state: RunState) -> list[ToolDefinition]:
+async def _offered_tools(state: RunState) -> tuple[ToolDefinition, ...]:
+    """What this step offers the model: the filter chain's answer (through the run's memo), minus other
+    agents' delegation tools. The same answer as the last step's gives the same tuple."""
     deps, run = state.deps, state.run
-    offered = await deps.registry.offer(
-        run.actor,
-        policy=deps.policy,
-        allow_list=state.allow_list,
-        describe_ctx=DescribeContext(actor=run.actor, thread_id=run.thread_id, agent=deps.agent.name),
-    )
-    own = deps.agent.delegation_names()
-    return [t for t in offered if t.kind != "agent" or t.name in own]
+    offered = await deps.registry.offer(run.actor, policy=deps.policy, allow_list=state.allow_list, memo=state.memo)
+    last = state.offered
+    if last is not None and last[0] is offered:
+        return last[1]
+    own = state.delegation_names
+    tools = tuple(t for t in offered if t.kind != "agent" or t.name in own)
+    state.offered = (offered, tools)
+    return tools
 
 
 async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[ModelTurn, Reservation | None]:
@@ -195,7 +219,8 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
 
     async def call_model() -> ModelTurn:
         # Attachments are inlined here, inside the step: their bytes are never checkpointed.
-        prepared = await deps.attachments.prepare(request) if deps.attachments is not None else request
+        preparer = deps.attachments if state.attachments else None
+        prepared = await preparer.prepare(request) if preparer is not None else request
         return await deps.model.run_turn(prepared, on_text)
 
     try:
@@ -262,7 +287,7 @@ def _model_step_record(
     run, deps = state.run, state.deps
     price = state.prices.get(model_id) if turn.cost_usd is None else None
     source = "reported" if turn.cost_usd is not None else ("priced" if price is not None else None)
-    message_id = str(uuid.uuid5(_STEP_IDS, f"{run.run_id}/assistant/{i}"))
+    message_id = step_id(f"{run.run_id}/assistant/{i}")
     settlement = None
     if reservation is not None and deps.quota is not None:
         settlement = QuotaSettlement(

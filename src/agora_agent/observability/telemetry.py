@@ -226,6 +226,11 @@ class Telemetry:
 
     # -- events -------------------------------------------------------------------------------------
 
+    def quiet(self) -> bool:
+        """Nobody would see an event now: no `on_event`, no listener, and the events logger is below INFO.
+        Callers skip building the event then (a tool call's status changes several times per step)."""
+        return self.on_event is None and not self._listeners and not logger.isEnabledFor(logging.INFO)
+
     async def emit(self, event: AgentEvent) -> None:
         """Log the event and hand it to `on_event`; a failing handler is logged, never raised."""
         if logger.isEnabledFor(logging.INFO):
@@ -312,7 +317,8 @@ class Telemetry:
         scope = RunScope()
         started = time.perf_counter()
         base = self._base(run, agent)
-        await self.emit(RunStarted(**base, persona=persona, parent_run_id=run.parent_run_id))
+        if not self.quiet():
+            await self.emit(RunStarted(**base, persona=persona, parent_run_id=run.parent_run_id))
         attrs = self._run_attrs(run)
         attrs.update({sc.OPERATION_NAME: "invoke_agent", sc.AGENT_NAME: agent})
         if persona:
@@ -355,7 +361,7 @@ class Telemetry:
         inst = self._instruments()
         if inst is not None:
             inst.duration.record(duration / 1000, {sc.OPERATION_NAME: "invoke_agent", sc.AGENT_NAME: agent})
-        if result is not None:
+        if result is not None and not self.quiet():
             await self.emit(
                 RunFinished(
                     **base,
@@ -523,16 +529,17 @@ class Telemetry:
         self, run: RunInput, agent: str, call: ToolCall, *, kind: str, status: str, error: str | None = None
     ) -> None:
         """A tool call changed status: the `tool_call.status` event, and the counter for terminal statuses."""
-        await self.emit(
-            ToolCallStatusChanged(
-                **self._base(run, agent),
-                tool_call_id=call.id,
-                tool_name=call.name,
-                tool_kind=kind,
-                status=status,
-                error=error,
+        if not self.quiet():
+            await self.emit(
+                ToolCallStatusChanged(
+                    **self._base(run, agent),
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    tool_kind=kind,
+                    status=status,
+                    error=error,
+                )
             )
-        )
         if status in _TERMINAL_TOOL_STATUSES:
             inst = self._instruments()
             if inst is not None:

@@ -455,8 +455,13 @@ class InlineRunner:
     async def wait(self, run_id: str, timeout: float | None = None) -> None:
         """Wait until the run's task has finished (no-op for unknown or finished runs)."""
         task = self._tasks.get(run_id)
-        if task is not None:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
+        if task is None:
+            return
+        if not task.done():
+            done, _ = await asyncio.wait((task,), timeout=timeout)  # never cancels the task (no shield needed)
+            if not done:
+                raise TimeoutError(f"run {run_id} did not finish within {timeout} s")
+        task.result()  # what the task raised, as awaiting it would
 
     def is_active(self, run_id: str) -> bool:
         task = self._tasks.get(run_id)

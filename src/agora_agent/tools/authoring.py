@@ -113,6 +113,11 @@ async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Await an async callable; run a sync one in a worker thread so it never blocks the event loop."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args, **kwargs)
+    return await _run_in_thread(fn, kwargs, *args)
+
+
+async def _run_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], *args: Any) -> Any:
+    """Run a sync callable in a worker thread; a coroutine it returns is awaited here."""
     result = await threads.run_sync(fn, *args, **kwargs)
     if inspect.isawaitable(result):  # a sync wrapper that returned a coroutine
         result = await result
@@ -187,10 +192,15 @@ def _function_tool(
         approval_ttl=approval_ttl,
     )
 
-    if blocking or inspect.iscoroutinefunction(fn):
+    if inspect.iscoroutinefunction(fn):  # decided once here, not on every call
 
         async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
-            return await _run(fn, **shape.kwargs(input, ctx))
+            return await fn(**shape.kwargs(input, ctx))
+
+    elif blocking:
+
+        async def invoke(input: BaseModel, ctx: ToolContext) -> Any:
+            return await _run_in_thread(fn, shape.kwargs(input, ctx))
 
     else:
 

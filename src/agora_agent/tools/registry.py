@@ -13,6 +13,12 @@ raises the refusing stage's error, then validates the arguments:
     arguments invalid (every issue listed)                    -> ToolInputInvalidError
 
 A predicate that raises refuses (fail closed) and is logged with the tool's name.
+
+Within one run the loop walks the chain through a `ChainMemo` (issue #18): a tool whose every stage is a
+constant or a pure function of the actor and the spec — enabled a plain bool, no `can_use`, no `describe()`,
+a roles policy that declares itself `pure` — has the same verdict for the whole run, so it is walked once
+and remembered. Any other tool (a callable enabled flag, a `can_use`, a `describe()`, an ability service) is
+walked on every offer and on every call, as without a memo; argument validation always runs per call.
 """
 
 from __future__ import annotations
@@ -43,7 +49,16 @@ from agora_agent.tools.authoring import BaseTool, FunctionTool
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.spec import DescribeContext, RolesPolicy, Tool, ToolAvailability, ToolSpec
 
-__all__ = ["CHAIN", "AuthorizedCall", "FilterStage", "StageQuestion", "ToolFactory", "ToolRegistry", "args_hash"]
+__all__ = [
+    "CHAIN",
+    "AuthorizedCall",
+    "ChainMemo",
+    "FilterStage",
+    "StageQuestion",
+    "ToolFactory",
+    "ToolRegistry",
+    "args_hash",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +90,12 @@ class _Entry:
     """One registered name: its spec, a cached JSON schema, and how to get something runnable."""
 
     __slots__ = ("_cls", "_factory", "_instance", "_schema", "definition", "origin", "spec", "tool")
+
+    def constant(self) -> bool:
+        """True when no stage of this tool asks anything but the spec, the actor and the roles policy: enabled
+        is a plain bool, and there is neither `can_use` nor `describe()`."""
+        spec = self.spec
+        return type(spec.enabled) is bool and spec.can_use is None and spec.describe is None
 
     def __init__(self, spec: ToolSpec, origin: str, tool: Tool | None = None) -> None:
         self.spec = spec
@@ -265,6 +286,66 @@ CHAIN: tuple[FilterStage, ...] = (
 """The filter chain, in order; `offer()` and `authorize()` both walk exactly these stages."""
 
 
+def _pure(policy: RolesPolicy) -> bool:
+    """A roles policy whose `can` answers synchronously from the actor and the spec alone says `pure = True`."""
+    return getattr(policy, "pure", False) is True
+
+
+class ChainMemo:
+    """The verdicts of `CHAIN` that cannot change for one (registry, actor, roles policy, allow-list): one run.
+
+    Built by `ToolRegistry.memo`; `offer()` and `authorize()` given it reuse the verdict of every constant tool
+    (see the module docstring) and walk the chain afresh for the others. A memo handed a different actor,
+    policy or allow-list than it was built for is ignored, and a registration since it was built resets it.
+    """
+
+    __slots__ = ("_offered", "_verdicts", "_version", "actor", "allow_list", "policy", "question", "registry")
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        actor: Actor,
+        policy: RolesPolicy,
+        allow_list: Collection[str] | None,
+        describe_ctx: DescribeContext,
+    ) -> None:
+        self.registry = registry
+        self.actor = actor
+        self.policy = policy
+        self.allow_list = allow_list
+        self.question = StageQuestion(actor, policy, _as_set(allow_list), describe_ctx)
+        self._version = registry._version
+        self._verdicts: dict[str, int] = {}  # name -> index of the first refusing stage, -1 when none refuses
+        self._offered: list[ToolDefinition] | None = None
+
+    def fits(self, registry: ToolRegistry, actor: Actor, policy: RolesPolicy, allow_list: object) -> bool:
+        """Whether this memo answers for these arguments (and is reset first if the registry changed)."""
+        if registry is not self.registry or policy is not self.policy or allow_list is not self.allow_list:
+            return False
+        if actor is not self.actor and actor != self.actor:
+            return False
+        if self._version != registry._version:
+            self._version, self._verdicts, self._offered = registry._version, {}, None
+        return True
+
+    def verdict(self, entry: _Entry) -> int | None:
+        """The index of the stage refusing a constant tool (-1: none refuses); None when the tool is not constant
+        (its chain must be walked each time)."""
+        known = self._verdicts.get(entry.spec.name)
+        if known is not None:
+            return known
+        if not (entry.constant() and _pure(self.policy)):
+            return None
+        refused = -1
+        for index, stage in enumerate(CHAIN):  # every stage of a constant tool answers synchronously
+            passes, _ = stage.read(stage.ask(entry.spec, self.question))
+            if not passes:
+                refused = index
+                break
+        self._verdicts[entry.spec.name] = refused
+        return refused
+
+
 def _issues(exc: ValidationError) -> list[str]:
     out = []
     for err in exc.errors(include_url=False):
@@ -282,6 +363,7 @@ class ToolRegistry:
     def __init__(self, factory: ToolFactory | None = None) -> None:
         self._factory: ToolFactory = factory or (lambda cls: cls())
         self._entries: dict[str, _Entry] = {}
+        self._version = 0  # bumped by every registration: a `ChainMemo` built before it starts over
 
     # -- registration -------------------------------------------------------------------------------
 
@@ -312,6 +394,7 @@ class ToolRegistry:
         existing = self._entries.get(name)
         if existing is None:
             self._entries[name] = entry
+            self._version += 1
             return True
         if existing.tool is source or existing._cls is source:
             logger.debug('tool "%s" registered twice from %s; ignoring the repeat', name, entry.origin)
@@ -359,26 +442,54 @@ class ToolRegistry:
         policy: RolesPolicy,
         allow_list: Collection[str] | None = None,
         describe_ctx: DescribeContext | None = None,
+        memo: ChainMemo | None = None,
     ) -> list[ToolDefinition]:
         """The tools this actor may be offered now, in registration order, after the whole filter chain.
 
         Async predicates of one stage run concurrently. The `input_schema` dicts are shared and cached:
-        copy before changing one.
+        copy before changing one. With a `memo` (see `memo()`) the verdicts of constant tools are reused;
+        then the returned list may be the memo's own: do not change it.
         """
+        if memo is not None and memo.fits(self, actor, policy, allow_list):
+            return await self._offer_memo(memo, describe_ctx)
         question = StageQuestion(actor, policy, _as_set(allow_list), describe_ctx or DescribeContext(actor=actor))
-        live = list(self._entries.values())
-        descriptions: dict[str, str] = {}
-        for stage in CHAIN:
-            answers = await _settle_all([stage.ask(e.spec, question) for e in live])
-            kept = []
-            for entry, answer in zip(live, answers, strict=True):
-                passes, description = stage.read(answer)
-                if passes:
-                    kept.append(entry)
-                    if description is not None:
-                        descriptions[entry.spec.name] = description
-            live = kept
-        return [e.to_definition(descriptions.get(e.spec.name)) for e in live]
+        return await _walk(list(self._entries.values()), question)
+
+    def memo(
+        self,
+        actor: Actor,
+        *,
+        policy: RolesPolicy,
+        allow_list: Collection[str] | None = None,
+        describe_ctx: DescribeContext | None = None,
+    ) -> ChainMemo:
+        """A memo of the chain's constant verdicts for one run of `actor` (pass the same `policy` and
+        `allow_list` objects to `offer` and `authorize`)."""
+        return ChainMemo(self, actor, policy, allow_list, describe_ctx or DescribeContext(actor=actor))
+
+    async def _offer_memo(self, memo: ChainMemo, describe_ctx: DescribeContext | None) -> list[ToolDefinition]:
+        if memo._offered is not None:
+            return memo._offered
+        entries = list(self._entries.values())
+        verdicts = [memo.verdict(e) for e in entries]
+        walked: list[ToolDefinition] = []
+        if None in verdicts:  # some tools are walked on every offer
+            question = memo.question
+            if describe_ctx is not None and describe_ctx != question.describe_ctx:
+                question = StageQuestion(question.actor, question.policy, question.allowed, describe_ctx)
+            walked = await _walk([e for e, v in zip(entries, verdicts, strict=True) if v is None], question)
+        by_name = {d.name: d for d in walked}
+        offered = []
+        for entry, verdict in zip(entries, verdicts, strict=True):
+            if verdict is None:
+                definition = by_name.get(entry.spec.name)
+                if definition is not None:
+                    offered.append(definition)
+            elif verdict < 0:
+                offered.append(entry.to_definition(None))
+        if None not in verdicts:
+            memo._offered = offered
+        return offered
 
     # -- invoke --------------------------------------------------------------------------------------
 
@@ -390,21 +501,25 @@ class ToolRegistry:
         ctx: ToolContext,
         policy: RolesPolicy,
         allow_list: Collection[str] | None = None,
+        memo: ChainMemo | None = None,
     ) -> AuthorizedCall:
-        """Walk `CHAIN` for one call, then validate `args`; raises the error of the first refusing stage."""
+        """Walk `CHAIN` for one call, then validate `args`; raises the error of the first refusing stage.
+
+        With a `memo` built for the same actor, policy and allow-list, a constant tool's verdict is the memo's."""
         entry = self._entries.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
         spec = entry.spec
         actor = ctx.actor
-        dctx = DescribeContext(actor=actor, thread_id=ctx.thread_id, agent=ctx.agent, channel=ctx.channel)
-        question = StageQuestion(actor, policy, _as_set(allow_list), dctx)
-        for stage in CHAIN:
-            passes, _ = stage.read(await _resolve(stage.ask(spec, question)))
-            if not passes:
-                refusal = stage.refusal(name)
-                refusal.stage = stage.name
-                raise refusal
+        verdict = memo.verdict(entry) if memo is not None and memo.fits(self, actor, policy, allow_list) else None
+        if verdict is None:
+            dctx = DescribeContext(actor=actor, thread_id=ctx.thread_id, agent=ctx.agent, channel=ctx.channel)
+            verdict = await _first_refusal(spec, StageQuestion(actor, policy, _as_set(allow_list), dctx))
+        if verdict >= 0:
+            stage = CHAIN[verdict]
+            refusal = stage.refusal(name)
+            refusal.stage = stage.name
+            raise refusal
         if not isinstance(args, Mapping):
             raise ToolInputInvalidError(name, [f"input: expected an object, got {type(args).__name__}"])
         try:
@@ -448,3 +563,28 @@ def _as_set(allow_list: Collection[str] | None) -> Collection[str] | None:
 
 async def _resolve(value: Any) -> Any:
     return await value if _pending(value) else value
+
+
+async def _first_refusal(spec: ToolSpec, question: StageQuestion) -> int:
+    """The index in `CHAIN` of the first stage refusing the tool, -1 when every stage lets it through."""
+    for index, stage in enumerate(CHAIN):
+        passes, _ = stage.read(await _resolve(stage.ask(spec, question)))
+        if not passes:
+            return index
+    return -1
+
+
+async def _walk(live: list[_Entry], question: StageQuestion) -> list[ToolDefinition]:
+    """The definitions of the entries every stage of `CHAIN` lets through, in order (one stage at a time)."""
+    descriptions: dict[str, str] = {}
+    for stage in CHAIN:
+        answers = await _settle_all([stage.ask(e.spec, question) for e in live])
+        kept = []
+        for entry, answer in zip(live, answers, strict=True):
+            passes, description = stage.read(answer)
+            if passes:
+                kept.append(entry)
+                if description is not None:
+                    descriptions[entry.spec.name] = description
+        live = kept
+    return [e.to_definition(descriptions.get(e.spec.name)) for e in live]

@@ -90,6 +90,9 @@ class Tool(Protocol):
 
 @runtime_checkable
 class RolesPolicy(Protocol):
-    """Decides whether an actor may use a tool. The same answer gates offering AND invoking."""
+    """Decides whether an actor may use a tool. The same answer gates offering AND invoking.
+
+    A policy may also say `pure = True` (an attribute or property): its `can` answers synchronously from the
+    actor and the spec alone, so one run reuses each verdict instead of asking again (`ChainMemo`)."""
 
     def can(self, actor: Actor, spec: ToolSpec) -> bool | Awaitable[bool]: ...
