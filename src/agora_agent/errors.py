@@ -117,7 +117,8 @@ class RunError(AgoraError):
 
 
 class QuotaExceededError(RunError):
-    """A token or USD budget would be exceeded. The message gives the value, the limit and the fix."""
+    """A token or USD budget would be exceeded. The message gives the value, the limit and the fix; `detail`
+    holds the figures under Python names (`scope`, `key`, `limit_tokens`, `used_tokens`, `resets_at` …)."""
 
     def __init__(self, message: str = "Daily token quota exceeded", *, detail: dict[str, Any] | None = None) -> None:
         super().__init__(message)

@@ -6,6 +6,7 @@ them to and from the wire.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -18,7 +19,9 @@ __all__ = [
     "ToolDefinition",
     "ToolResult",
     "Usage",
+    "stored_usage",
 ]
+
 
 ToolKind = Literal["read", "action", "agent"]
 
@@ -91,16 +94,16 @@ class Usage:
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def to_json(self) -> dict[str, int]:
-        """The stored (and served) form of a message's usage: `{inputTokens, outputTokens}` plus the cache and
-        reasoning counts the provider reported. The one place that spells it; stored rows keep this shape."""
-        out = {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
+    def to_dict(self) -> dict[str, int]:
+        """The stored form of a message's usage: `{input_tokens, output_tokens}` plus the cache and reasoning
+        counts the provider reported (the web layer serves the keys in camelCase; `stored_usage` reads both)."""
+        out = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
         if self.cache_read_tokens is not None:
-            out["cacheReadTokens"] = self.cache_read_tokens
+            out["cache_read_tokens"] = self.cache_read_tokens
         if self.cache_write_tokens is not None:
-            out["cacheWriteTokens"] = self.cache_write_tokens
+            out["cache_write_tokens"] = self.cache_write_tokens
         if self.reasoning_tokens is not None:
-            out["reasoningTokens"] = self.reasoning_tokens
+            out["reasoning_tokens"] = self.reasoning_tokens
         return out
 
     def __add__(self, other: Usage) -> Usage:
@@ -138,3 +141,23 @@ class ModelTurn:
     usage: Usage = field(default_factory=Usage)
     model_id: str | None = None
     cost_usd: float | None = None
+
+
+# A message's usage JSON as versions before the Python names stored it (camelCase) -> the Python names.
+_LEGACY_USAGE_KEYS = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cacheReadTokens": "cache_read_tokens",
+    "cacheWriteTokens": "cache_write_tokens",
+    "reasoningTokens": "reasoning_tokens",
+    "costUsd": "cost_usd",
+    "latencyMs": "latency_ms",
+    "finishReason": "finish_reason",
+}
+
+
+def stored_usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A stored message's usage JSON under Python names, whichever version wrote it (None stays None)."""
+    if usage is None:
+        return None
+    return {_LEGACY_USAGE_KEYS.get(key, key): value for key, value in usage.items()}

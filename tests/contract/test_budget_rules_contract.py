@@ -47,7 +47,7 @@ def rule(scope: str, key: str, **body: Any) -> BudgetRule:
 
 async def test_put_get_list_rules_for_and_delete(stores: Stores) -> None:
     rules, _, _ = stores
-    assert await rules.put(rule("actor", "alice", tokens=50, tenantRef="acme")) is None
+    assert await rules.put(rule("actor", "alice", tokens=50, tenant_ref="acme")) is None
     previous = await rules.put(rule("actor", "alice", tokens=60, usd=1.5, period="month", thresholds=[0.5, 0.9]))
     assert previous is not None and previous.tokens == 50 and previous.tenant_ref == "acme"
     await rules.put(rule("actor", "*", tokens=10))

@@ -181,7 +181,7 @@ async def test_append_message_round_trips_every_field(store: AgentStore) -> None
     thread = await store.create_thread(actor_ref="alice")
     calls = [ToolCall(id="c1", name="lookup", input={"q": "42", "n": [1, 2]})]
     files = [Attachment(media_id="m1", url="https://files.test/a.png", content_type="image/png", name="a.png")]
-    usage_json = {"inputTokens": 12, "outputTokens": 3, "costUsd": 0.001}
+    usage_json = {"input_tokens": 12, "output_tokens": 3, "cost_usd": 0.001}  # as the loop writes it
     message = await store.append_message(
         thread_id=thread.id,
         role="assistant",

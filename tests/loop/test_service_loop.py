@@ -545,7 +545,7 @@ async def test_cost_estimated_from_prices_or_reported(svc_factory: Any) -> None:
     run = await service.wait_for_run(OBSERVER, started.run_id)
     assert run.cost_usd == pytest.approx(10.5 + 0.25)
     ledger = await service.store.list_messages(started.thread_id)
-    assert [m.usage["costUsd"] for m in ledger if m.usage] == [pytest.approx(10.5), 0.25]
+    assert [m.usage["cost_usd"] for m in ledger if m.usage] == [pytest.approx(10.5), 0.25]
 
 
 @pytest.mark.ref("UI-01", "SSE-07")

@@ -117,7 +117,10 @@ def test_reprice_changes_past_spend_on_purpose_and_leaves_an_audit_row(
             assert spend[0]["costUsd"] == pytest.approx(9.0)  # the daily rollup was rebuilt
             [audit] = [e for e in await service.audit.entries() if e.action == "prices.reprice"]
             assert audit.actor_ref == "ops@shop"
-            assert (audit.detail["rows"], audit.detail["beforeUsd"], audit.detail["afterUsd"]) == (1, 4.5, 9.0)
+            assert (audit.detail["rows"], audit.detail["before_usd"], audit.detail["after_usd"]) == (1, 4.5, 9.0)
+            export = (await client.get("/agent/governance/audit", headers=ADMIN_H)).json()
+            [change] = [r for r in export["records"] if r["action"] == "prices.reprice"]
+            assert (change["detail"]["beforeUsd"], change["detail"]["afterUsd"]) == (4.5, 9.0)  # the wire: camelCase
 
     asyncio.run(after())
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -92,8 +92,8 @@ class BudgetRule:
     updated_by: str | None = None
     updated_at: datetime | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        """The wire shape (camelCase, as every governance route)."""
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as JSON-ready values under Python names (the web layer writes the keys in camelCase)."""
         return {
             "scope": self.scope,
             "key": self.key,
@@ -101,9 +101,9 @@ class BudgetRule:
             "tokens": self.tokens,
             "usd": self.usd,
             "thresholds": list(self.thresholds),
-            "tenantRef": self.tenant_ref,
-            "updatedBy": self.updated_by,
-            "updatedAt": self.updated_at.isoformat() if self.updated_at else None,
+            "tenant_ref": self.tenant_ref,
+            "updated_by": self.updated_by,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
         }
 
     def audit_view(self) -> dict[str, Any]:
@@ -158,27 +158,31 @@ def _thresholds(body: dict[str, Any]) -> tuple[float, ...]:
     return tuple(sorted(set(values)))
 
 
-_FIELDS = frozenset({"period", "tokens", "usd", "thresholds", "tenantRef", "scope", "key"})
+_FIELDS = frozenset({"period", "tokens", "usd", "thresholds", "tenant_ref", "scope", "key"})
 
 
-def parse_rule(scope: str, key: str, body: Any) -> BudgetRule:
-    """A `BudgetRule` from a PUT body `{period?, tokens?, usd?, thresholds?, tenantRef?}`; InvalidRequestError
-    (HTTP 422, `{error}` saying what is wrong) otherwise."""
+def parse_rule(scope: str, key: str, body: Any, *, spell: Callable[[str], str] = str) -> BudgetRule:
+    """A `BudgetRule` from a rule body `{period?, tokens?, usd?, thresholds?, tenant_ref?}` (Python names);
+    InvalidRequestError (HTTP 422, `{error}` saying what is wrong, `detail.field`) otherwise. `spell` writes a
+    field's name in those messages as the caller spelled it (the HTTP route passes its camelCase `wire_name`)."""
     checked_scope = check_scope(scope)
     check_key(key)
     if not isinstance(body, dict):
         raise _fail('the body must be a JSON object such as {"period": "day", "tokens": 100000}', "body")
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
+        names = [spell(str(name)) for name in unknown]
         raise _fail(
-            f"unknown field(s) {', '.join(unknown)}: use period, tokens, usd, thresholds, tenantRef", unknown[0]
+            f"unknown field(s) {', '.join(names)}: use period, tokens, usd, thresholds, {spell('tenant_ref')}",
+            names[0],
         )
     period = body.get("period", "day")
     if period not in _PERIODS:
         raise _fail("'period' must be 'day' or 'month'", "period")
-    tenant = body.get("tenantRef")
+    tenant = body.get("tenant_ref")
     if tenant is not None and (not isinstance(tenant, str) or not tenant or len(tenant) > 255):
-        raise _fail("'tenantRef' must be a tenant ref (1 to 255 characters) or null", "tenantRef")
+        tenant_field = spell("tenant_ref")
+        raise _fail(f"'{tenant_field}' must be a tenant ref (1 to 255 characters) or null", tenant_field)
     if checked_scope == "tenant":
         tenant = None if key == ALL else key
     return BudgetRule(

@@ -4,7 +4,7 @@ Built from the store (messages with their usage JSON, tool-call audit rows, appr
 governance queries (usage ledger rows with their stored cost and price id, child runs). Times are UTC;
 `offset_ms` of a step is from the run's start, so a UI can draw the waterfall without date arithmetic.
 
-Model-call latency comes from the assistant message's usage JSON (`latencyMs`, recorded by the loop since
+Model-call latency comes from the assistant message's usage JSON (`latency_ms`, recorded by the loop since
 issue 15); older messages have none, so their start falls back to the previous step's end.
 """
 
@@ -183,7 +183,7 @@ def _model_steps(
     for i, message in enumerate(m for m in messages if m.role == "assistant"):
         meta = message.usage or {}
         end = message.created_at
-        latency = meta.get("latencyMs")
+        latency = meta.get("latency_ms")
         if isinstance(latency, int | float):
             start = end - timedelta(milliseconds=latency)
         else:  # recorded before latencies were kept: from the previous step's end
@@ -192,19 +192,19 @@ def _model_steps(
         ledger = usage[i] if i < len(usage) else None
         extra: dict[str, Any] = {
             "model": ledger.model_id if ledger else None,
-            "inputTokens": meta.get("inputTokens"),
-            "outputTokens": meta.get("outputTokens"),
-            "cacheReadTokens": meta.get("cacheReadTokens"),
-            "costUsd": ledger.cost_usd if ledger else meta.get("costUsd"),
-            "costSource": ledger.cost_source if ledger else None,
-            "priceId": ledger.price_id if ledger else None,
-            "finishReason": meta.get("finishReason") or ("tool_calls" if message.tool_calls else "stop"),
-            "latencyMs": latency,
+            "input_tokens": meta.get("input_tokens"),
+            "output_tokens": meta.get("output_tokens"),
+            "cache_read_tokens": meta.get("cache_read_tokens"),
+            "cost_usd": ledger.cost_usd if ledger else meta.get("cost_usd"),
+            "cost_source": ledger.cost_source if ledger else None,
+            "price_id": ledger.price_id if ledger else None,
+            "finish_reason": meta.get("finish_reason") or ("tool_calls" if message.tool_calls else "stop"),
+            "latency_ms": latency,
         }
         if capture_content:
             extra["response"] = {
                 "text": message.content,
-                "toolCalls": [{"id": c.id, "name": c.name, "arguments": c.input} for c in message.tool_calls or ()],
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.input} for c in message.tool_calls or ()],
             }
             if i == 0 and users:
                 extra["request"] = {"user": users[0].content}
@@ -223,14 +223,14 @@ async def _tool_steps(
 ) -> None:
     """A tool call's bars: its approval wait (actions), then its execution (or the delegated child run)."""
     common: dict[str, Any] = {
-        "toolType": call.tool_type,
+        "tool_type": call.tool_type,
         "arguments": call.input,
-        "policyDecision": call.policy_decision,
-        "idempotencyKey": call.idempotency_key,
-        "executionMs": call.execution_ms,
+        "policy_decision": call.policy_decision,
+        "idempotency_key": call.idempotency_key,
+        "execution_ms": call.execution_ms,
         "actor": call.actor_ref,
-        "executedBy": call.executed_by_ref,
-        "decidedBy": call.decided_by,
+        "executed_by": call.executed_by_ref,
+        "decided_by": call.decided_by,
         "error": call.error,
         "output": call.output,
     }
@@ -245,12 +245,12 @@ async def _tool_steps(
                 approval.status,
                 approval.created_at,
                 approval.decided_at,
-                requestedBy=approval.requested_by,
-                decidedBy=approval.decided_by,
-                decidedAt=approval.decided_at,
+                requested_by=approval.requested_by,
+                decided_by=approval.decided_by,
+                decided_at=approval.decided_at,
                 reason=approval.reason,
-                policyDecision=call.policy_decision,
-                approverRoles=list(approval.approver_roles or ()),
+                policy_decision=call.policy_decision,
+                approver_roles=list(approval.approver_roles or ()),
                 deadline=approval.deadline,
             )
             if approval.decided_at is not None:
@@ -276,7 +276,7 @@ async def _tool_steps(
         start,
         end,
         **common,
-        childRunId=child.run_id if child else None,
+        child_run_id=child.run_id if child else None,
     )
     if child is not None:
         item.child = await inspect_run(
@@ -313,17 +313,17 @@ async def compare_runs(
             "a": await first_input(a, left.run.thread_id),
             "b": await first_input(b, right.run.thread_id),
         },
-        "tools": {"a": ta, "b": tb, "onlyA": sorted(set(ta) - set(tb)), "onlyB": sorted(set(tb) - set(ta))},
+        "tools": {"a": ta, "b": tb, "only_a": sorted(set(ta) - set(tb)), "only_b": sorted(set(tb) - set(ta))},
         "tokens": {
             "a": left.run.input_tokens + left.run.output_tokens,
             "b": right.run.input_tokens + right.run.output_tokens,
         },
-        "costUsd": {
+        "cost_usd": {
             "a": cost_a,
             "b": cost_b,
             "delta": (cost_b - cost_a) if cost_a is not None and cost_b is not None else None,
         },
-        "durationMs": {"a": left.run.duration_ms, "b": right.run.duration_ms},
+        "duration_ms": {"a": left.run.duration_ms, "b": right.run.duration_ms},
         "status": {"a": left.run.status, "b": right.run.status},
     }
     return RunComparison(a=left, b=right, diff=diff)

@@ -172,7 +172,10 @@ def exceeded_message(limit: Limit, unit: str, used: float, reserved: float) -> s
 def refusal(
     limit: Limit, day: str, used_tokens: int, used_usd: float, reserved_tokens: int, reserved_usd: float
 ) -> QuotaExceededError | None:
-    """The error when the limit has no headroom left (`used + reserved >= limit`; a limit of 0 always refuses)."""
+    """The error when the limit has no headroom left (`used + reserved >= limit`; a limit of 0 always refuses).
+
+    Its `detail` (Python names; the web layer writes the keys in camelCase in the 429 body): `scope`, `key`,
+    `period`, `period_key`, `resets_at`, `source`, and `limit_tokens`/`used_tokens` or `limit_usd`/`used_usd`."""
     tokens_out = limit.tokens is not None and used_tokens + reserved_tokens >= limit.tokens
     usd_out = not tokens_out and limit.usd is not None and used_usd + reserved_usd >= limit.usd
     if not (tokens_out or usd_out):
@@ -182,18 +185,18 @@ def refusal(
         "scope": limit.scope,
         "key": limit.key,
         "period": limit.period,
-        "periodKey": period,
-        "resetsAt": resets_at(period).isoformat(),
+        "period_key": period,
+        "resets_at": resets_at(period).isoformat(),
         "source": limit.source,
     }
     if tokens_out:
         return QuotaExceededError(
             exceeded_message(limit, "tokens", used_tokens, reserved_tokens),
-            detail={**base, "limitTokens": limit.tokens, "usedTokens": used_tokens},
+            detail={**base, "limit_tokens": limit.tokens, "used_tokens": used_tokens},
         )
     return QuotaExceededError(
         exceeded_message(limit, "usd", used_usd, reserved_usd),
-        detail={**base, "limitUsd": limit.usd, "usedUsd": used_usd},
+        detail={**base, "limit_usd": limit.usd, "used_usd": used_usd},
     )
 
 

@@ -263,11 +263,11 @@ def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
 
 
 def _usage_json(turn: ModelTurn, cost: float | None, latency_ms: int | None = None) -> dict[str, Any]:
-    usage: dict[str, Any] = {**turn.usage.to_json(), "costUsd": cost}
+    usage: dict[str, Any] = {**turn.usage.to_dict(), "cost_usd": cost}
     # for the run inspector: how long the call took (as this process saw it) and why the turn ended
     if latency_ms is not None:
-        usage["latencyMs"] = latency_ms
-    usage["finishReason"] = "tool_calls" if turn.tool_calls else "stop"
+        usage["latency_ms"] = latency_ms
+    usage["finish_reason"] = "tool_calls" if turn.tool_calls else "stop"
     return usage
 
 

@@ -93,7 +93,7 @@ class MessageRecord:
     content: str
     tool_calls: list[ToolCall] | None = None
     attachments: list[Attachment] | None = None
-    usage: dict[str, Any] | None = None  # {inputTokens, outputTokens, cacheReadTokens?, cacheWriteTokens?, costUsd?}
+    usage: dict[str, Any] | None = None  # {input_tokens, output_tokens, cache_read_tokens?, cost_usd?, latency_ms?, …}
     persona: str | None = None
     run_id: str | None = None
     created_at: datetime

@@ -33,7 +33,7 @@ from agora_agent.errors import (
     ToolNotFoundError,
     UnauthenticatedError,
 )
-from agora_agent.web.schemas import wire_name
+from agora_agent.web.schemas import wire_keys
 
 __all__ = [
     "STATUS_BY_ERROR",
@@ -132,7 +132,7 @@ def _wire_detail(detail: Any) -> Any:
     """An error's `detail` as the wire spells it: a mapping's keys in camelCase (the layers below speak Python
     names), values as JSON (a UTC time as `...Z`, like every wire model)."""
     if isinstance(detail, Mapping):
-        detail = {wire_name(str(key)): value for key, value in detail.items()}
+        detail = wire_keys(detail)
     return to_jsonable_python(detail)
 
 

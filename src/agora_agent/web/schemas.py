@@ -11,6 +11,7 @@ and empty values with a 422 that lists every field error.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ __all__ = [
     "ToolCallOut",
     "WireModel",
     "wire_dump",
+    "wire_keys",
     "wire_name",
 ]
 
@@ -48,6 +50,12 @@ def wire_name(name: str) -> str:
     """snake_case -> the reference's camelCase: `tool_call_id` -> `toolCallId`, `input_price_per_1m` ->
     `inputPricePer1m` (pydantic's `to_camel` would capitalise the unit: `Per1M`)."""
     return to_camel(name).replace("Per1M", "Per1m")
+
+
+def wire_keys(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain dict's own keys as the wire spells them (`period_key` -> `periodKey`); values untouched, nested
+    dicts included (they are often a caller's data: tool arguments, a price's before/after)."""
+    return {wire_name(str(key)): value for key, value in mapping.items()}
 
 
 def wire_dump(value: Any, *, exclude_none: bool = False) -> Any:
@@ -241,7 +249,7 @@ class MessageOut(WireModel):
             if m.tool_calls
             else None,
             attachments=[AttachmentWire.of(a) for a in m.attachments] if m.attachments else None,
-            usage=m.usage,
+            usage=wire_keys(m.usage) if m.usage is not None else None,
             persona=m.persona,
             run_id=m.run_id,
             created_at=m.created_at,

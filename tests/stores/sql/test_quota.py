@@ -49,7 +49,7 @@ async def test_reserve_is_granted_while_used_plus_reserved_is_below_the_limit(qu
     with pytest.raises(QuotaExceededError) as info:
         await quota.reserve(ALICE, DAY, reservation_id=rid(), tokens=40, usd=0)  # 120 >= 100
     assert "actor 'alice'" in str(info.value) and "100" in str(info.value)
-    assert info.value.detail["limitTokens"] == 100
+    assert info.value.detail["limit_tokens"] == 100  # Python names below the web edge
     usage = await quota.usage(ALICE, DAY)
     assert (usage.used_tokens, usage.reserved_tokens) == (0, 120)
     await quota.settle(first, tokens=10, usd=0)

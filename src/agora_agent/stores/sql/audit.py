@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from agora_agent.governance.audit import AuditEntry
+from agora_agent.governance.audit import AuditEntry, stored_detail
 from agora_agent.governance.pricing import ModelPrice, estimate_cost
 from agora_agent.messages import Usage
 from agora_agent.stores.sql.engine import WRITE
@@ -49,7 +49,7 @@ class SqlAuditLog:
                 actor_ref=r["actor_ref"],
                 action=r["action"],
                 target=r["target"],
-                detail=r["detail"] or {},
+                detail=stored_detail(r["detail"]),
             )
             for r in rows
         ]
@@ -139,8 +139,8 @@ async def reprice_usage(
                 "use": use,
                 "rows": len(rows),
                 "unpriced": unpriced,
-                "beforeUsd": before,
-                "afterUsd": after,
+                "before_usd": before,
+                "after_usd": after,
             },
         )
         await conn.execute(sa.insert(audit_log).values(_values(entry)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agora_agent.messages import Attachment, ToolCall
+from agora_agent.messages import Attachment, ToolCall, stored_usage
 from agora_agent.stores.base import (
     ApprovalRecord,
     MessageRecord,
@@ -67,7 +67,7 @@ def message_record(row: Row) -> MessageRecord:
         content=row["content"],
         tool_calls=None if calls is None else [ToolCall(id=c["id"], name=c["name"], input=c["input"]) for c in calls],
         attachments=None if attachments is None else [Attachment(**a) for a in attachments],
-        usage=row["usage"],
+        usage=stored_usage(row["usage"]),
         persona=row["persona"],
         run_id=row["run_id"],
         created_at=row["created_at"],

@@ -51,6 +51,7 @@ from agora_agent.governance.quota import Budget
 from agora_agent.service import AgentService
 from agora_agent.web.deps import CallerDep, GrantDep, ServiceDep, error_responses
 from agora_agent.web.routes.governance import governance_mount_plan
+from agora_agent.web.schemas import wire_keys, wire_name
 
 __all__ = ["BudgetRuleIn", "add_routes"]
 
@@ -66,6 +67,10 @@ class BudgetRuleIn(BaseModel):
     usd: float | None = Field(None, description="Recorded cost in USD per period; null: no USD limit")
     thresholds: list[float] | None = Field(None, description="Fractions of the limit that raise an event")
     tenant_ref: str | None = Field(None, alias="tenantRef", description="The tenant an actor rule belongs to")
+
+
+def _rule_json(rule: BudgetRule) -> dict[str, Any]:
+    return wire_keys(rule.to_dict())
 
 
 def _rules(service: AgentService) -> BudgetRuleStore:
@@ -126,20 +131,19 @@ async def _may_edit(
 async def list_budgets(service: ServiceDep, grant: GrantDep) -> JSONResponse:
     """The stored rules (most specific wins: an actor's own, then `*`, then the config) and the defaults."""
     rules = [r for r in await _rules(service).list_rules() if _visible(r, grant)]
-    return JSONResponse({"rules": [r.to_json() for r in rules], "defaults": _defaults(_budget(service))})
+    return JSONResponse({"rules": [_rule_json(r) for r in rules], "defaults": _defaults(_budget(service))})
 
 
 async def put_budget(
     service: ServiceDep, caller: CallerDep, grant: GrantDep, scope: str, key: str, body: BudgetRuleIn
 ) -> JSONResponse:
     """Set the rule for one actor or tenant (or `*`: every one without its own); audited, effective at once."""
-    raw = body.model_dump(by_alias=True, exclude_unset=True)
-    rule = parse_rule(scope, key, raw)
+    rule = parse_rule(scope, key, body.model_dump(exclude_unset=True), spell=wire_name)
     store = _rules(service)
     await _may_edit(service, caller, grant, rule, await store.get(rule.scope, rule.key))
     previous, stored = await put_budget_rule(store, service.audit, rule, actor_ref=caller.actor.id)
     await _changed(service, rule.scope, rule.key)
-    return JSONResponse({"rule": stored.to_json(), "previous": previous.to_json() if previous else None})
+    return JSONResponse({"rule": _rule_json(stored), "previous": _rule_json(previous) if previous else None})
 
 
 async def delete_budget(service: ServiceDep, caller: CallerDep, grant: GrantDep, scope: str, key: str) -> JSONResponse:
@@ -155,7 +159,7 @@ async def delete_budget(service: ServiceDep, caller: CallerDep, grant: GrantDep,
     if previous is None:  # removed by someone else meanwhile
         raise NotFoundError(f"no budget rule for {checked} {key!r}")
     await _changed(service, checked, key)
-    return JSONResponse({"deleted": previous.to_json()})
+    return JSONResponse({"deleted": _rule_json(previous)})
 
 
 def _limit_json(limit: Limit | None, day: str, used: dict[str, tuple[int, float]]) -> dict[str, Any] | None:

@@ -43,7 +43,7 @@ from agora_agent.observability.events import (
 from agora_agent.service import AgentService
 from agora_agent.web.deps import ContextDep, ServiceDep, error_responses, governance_grant
 from agora_agent.web.routes.governance import ScopeDep, governance_mount_plan
-from agora_agent.web.schemas import wire_dump
+from agora_agent.web.schemas import wire_dump, wire_keys, wire_name
 from agora_agent.web.sse import event_source_response
 
 __all__ = ["add_routes"]
@@ -68,7 +68,7 @@ async def inspect(service: ServiceDep, scope: ScopeDep, run_id: str) -> JSONResp
     )
     if inspection is None:
         raise NotFoundError("run not found")
-    return JSONResponse(wire_dump(inspection))
+    return JSONResponse(_wire_inspection(wire_dump(inspection)))
 
 
 async def compare(
@@ -83,7 +83,24 @@ async def compare(
     )
     if comparison is None:
         raise NotFoundError("run not found")
-    return JSONResponse(wire_dump(comparison))
+    body = wire_dump(comparison)
+    for side in ("a", "b"):
+        _wire_inspection(body[side])
+    body["diff"] = {wire_name(k): wire_keys(v) if isinstance(v, dict) else v for k, v in body["diff"].items()}
+    return JSONResponse(body)
+
+
+def _wire_inspection(body: dict[str, Any]) -> dict[str, Any]:
+    """A dumped `RunInspection` with each step's `detail` keys (and a captured `response`'s) in camelCase, child
+    runs included; the values — tool arguments and output — keep their own keys."""
+    for step in body["steps"]:
+        detail = step["detail"]
+        if isinstance(detail.get("response"), dict):
+            detail["response"] = wire_keys(detail["response"])
+        step["detail"] = wire_keys(detail)
+        if step.get("child"):
+            _wire_inspection(step["child"])
+    return body
 
 
 async def audit(
@@ -111,7 +128,7 @@ async def audit(
     changes = await service.audit.entries(since=start, until=end)
     if scope is not None:  # only changes that name a tenant in scope (budget rules); prices are global
         changes = [e for e in changes if scope.covers(e.detail.get("tenant"))]
-    records = audit_records(rows, changes)
+    records = [_wire_change(r) for r in audit_records(rows, changes)]
     if format == "csv":
         name = f"agora-audit-{first.isoformat()}-{last.isoformat()}.csv"
         return Response(
@@ -120,6 +137,13 @@ async def audit(
             headers={"content-disposition": f'attachment; filename="{name}"'},
         )
     return JSONResponse({"from": first.isoformat(), "to": last.isoformat(), "records": records})
+
+
+def _wire_change(record: dict[str, Any]) -> dict[str, Any]:
+    """A governance change's `detail` keys in camelCase, as the export has always written them (`beforeUsd`)."""
+    if record["kind"] == "change" and isinstance(record["detail"], dict):
+        return {**record, "detail": wire_keys(record["detail"])}
+    return record
 
 
 def _change(event: AgentEvent, pending: int | None) -> dict[str, Any]:
