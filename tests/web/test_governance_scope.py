@@ -116,3 +116,29 @@ async def test_non_admins_get_no_governance_view(who: Any) -> None:
     async with world() as (http, _, _):
         for path in LISTS:
             assert (await http.get(path, headers=_headers(who))).status_code == 403
+
+
+async def test_the_grant_route_tells_the_dashboard_what_it_may_edit() -> None:
+    """The dashboard reads `governance/grant` to offer the price editor (and the `*` budget rules) only to a
+    global admin: a tenant admin would get 403 on save."""
+    async with world() as (http, _, _):
+        tina = await http.get("/governance/grant", headers=_headers(TINA))
+        assert (tina.status_code, tina.json()) == (200, {"scope": "tenants", "tenants": ["acme"]})
+        root = await http.get("/governance/grant", headers=_headers(ROOT))
+        assert (root.status_code, root.json()) == (200, {"scope": "global", "tenants": None})
+        assert (await http.get("/governance/grant", headers=_headers(ALICE))).status_code == 403
+        price = {"modelId": "m", "inputPricePer1m": 1, "outputPricePer1m": 2}
+        assert (await http.post("/governance/pricing", json=price, headers=_headers(TINA))).status_code == 403
+
+
+def test_the_dashboard_shows_the_price_editor_only_for_a_global_grant() -> None:
+    """The page's own logic (no browser here; tests/e2e drives Chromium): the pricing panel builds the form
+    only when the grant is global, else a read-only note; the `*` budget rules get no Edit/Remove."""
+    from importlib.resources import files
+
+    static = files("agora_agent.web").joinpath("static", "dashboard")
+    app = static.joinpath("app.js").read_text("utf-8")
+    budgets = static.joinpath("budgets.js").read_text("utf-8")
+    assert 'get("/governance/grant")' in app
+    assert 'scope === "global" ? priceEditor() : h("div.banner.info", { id: "price-readonly" }' in app
+    assert 'r.key === "*" && granted.scope !== "global"' in budgets

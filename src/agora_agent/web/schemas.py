@@ -28,6 +28,7 @@ __all__ = [
     "AttachmentWire",
     "ChatRequest",
     "ErrorBody",
+    "GrantOut",
     "MessageOut",
     "MessageToolCallOut",
     "OkResponse",
@@ -373,6 +374,16 @@ class QuotaTodayOut(WireModel):
     limit_usd: float | None = None
     period: str | None = Field(None, description="day | month: the period of the caller's own budget, when one applies")
     period_used_tokens: int | None = Field(None, description="Tokens counted against that budget in its period")
+
+
+class GrantOut(WireModel):
+    """`GET governance/grant`: what the caller's governance grant covers, so a page shows only what it may do.
+
+    `scope` is `global` (every tenant; prices and `*` budget rules may be changed) or `tenants` (a tenant admin:
+    `tenants` lists them; prices and `*` rules are read-only)."""
+
+    scope: Literal["global", "tenants"]
+    tenants: list[str] | None = Field(None, description="The tenants a tenant admin's grant covers (sorted)")
 
 
 class PriceOut(WireModel):

@@ -3,8 +3,9 @@
 Mounting:
 - no governance queries (`governance_queries=False`, or a custom store without one): nothing is mounted;
 - governance queries: `GET approvals/mine` (the caller's own pending approvals) is mounted;
-- governance queries AND `governance_authorize`: the eleven `governance/*` routes too, each answering 401
-  (no identity), then 403 (gate refuses); without the gate a warning is logged once at start-up;
+- governance queries AND `governance_authorize`: the `governance/*` read routes too (among them `governance/grant`,
+  what the caller's grant covers), each answering 401 (no identity), then 403 (gate refuses); without the gate a
+  warning is logged once at start-up;
 - `governance/pricing` (GET/POST) only when a pricing store is configured as well.
 
 Rows naming an actor get `actorLabel` from `config.actor_directory`: one batched
@@ -48,7 +49,7 @@ from agora_agent.governance.queries import (
 from agora_agent.governance.retrieval_stats import RetrievalStats
 from agora_agent.service import AgentService
 from agora_agent.web.deps import ActorDep, CallerDep, GrantDep, ServiceDep, error_responses, governance_grant
-from agora_agent.web.schemas import ErrorBody, OkResponse, PriceOut, PriceUpsertRequest, wire_dump, wire_name
+from agora_agent.web.schemas import ErrorBody, GrantOut, OkResponse, PriceOut, PriceUpsertRequest, wire_dump, wire_name
 
 __all__ = ["add_routes", "governance_mount_plan", "parse_limit"]
 
@@ -359,7 +360,16 @@ async def upsert_price(service: ServiceDep, caller: CallerDep, body: PriceUpsert
     return OkResponse()
 
 
+async def my_grant(grant: GrantDep) -> JSONResponse:
+    """What the caller's governance grant covers: `global`, or the tenants of a tenant admin. The dashboard
+    reads it to offer only the edits the grant allows (prices and `*` budget rules need a global grant)."""
+    scope = scope_of(grant)
+    out = GrantOut(scope="global") if scope is None else GrantOut(scope="tenants", tenants=sorted(scope.tenants))
+    return JSONResponse(wire_dump(out))
+
+
 _GATED_READS: tuple[tuple[str, Any, Any], ...] = (
+    ("/grant", GrantOut, my_grant),
     ("/spend/model", list[ModelSpendRow], spend_by_model),
     ("/spend/actor", list[ActorSpendRowOut], spend_by_actor),
     ("/usage/trend", list[UsageTrendPoint], usage_trend),

@@ -46,6 +46,14 @@ async function send(method, path, body) {
   return r.json();
 }
 
+// What the caller's governance grant covers ({scope: "global"} or {scope: "tenants", tenants}), asked once: a
+// tenant admin is not offered the edits that need a global grant (prices, the `*` budget rules).
+let grantAsked = null;
+function grant() {
+  grantAsked ??= get("/governance/grant").catch(() => ({ scope: "global", tenants: null })); // an older server: offer everything
+  return grantAsked;
+}
+
 // ---------------------------------------------------------------- small view helpers
 
 const actorOf = (row) => row.actorLabel || row.actorRef || "—";
@@ -648,7 +656,7 @@ async function quota() {
       q.usedUsd !== null && q.usedUsd !== undefined ? stat("Spend today", formatUsd(q.usedUsd), q.limitUsd ? `of ${formatUsd(q.limitUsd)}` : "no USD limit") : null,
     ),
     limit ? section("Your token budget", h(`div.meter${share >= 1 ? ".over" : ""}`, {}, h("span", { style: `width: ${share * 100}%` }))) : null,
-    ...(await budgetSections({ get, send, h, clear, section, table, errorBox, formatCount, formatUsd, formatTimestamp, render })),
+    ...(await budgetSections({ get, send, h, clear, section, table, errorBox, formatCount, formatUsd, formatTimestamp, render, grant })),
   ];
 }
 
@@ -665,6 +673,31 @@ async function pricing() {
     throw err;
   }
   const per1m = (v) => (v === null || v === undefined ? "—" : `$${Number(v).toFixed(2)}`);
+  const { scope, tenants } = await grant();
+  const editor = scope === "global" ? priceEditor() : h("div.banner.info", { id: "price-readonly" }, `Prices apply to every tenant, so changing one needs a global governance grant; yours covers ${(tenants || []).join(", ") || "no tenant"}.`);
+  return [
+    head("Pricing", h("span.muted", {}, "USD per million tokens; a new price supersedes the current one")),
+    section(
+      "Current prices",
+      table(
+        [
+          { label: "Model", value: (p) => h("span", { title: p.modelId }, formatModelLabel(p.modelId)) },
+          { label: "Input", value: (p) => per1m(p.inputPricePer1m), num: true },
+          { label: "Output", value: (p) => per1m(p.outputPricePer1m), num: true },
+          { label: "Cache write", value: (p) => per1m(p.cacheWritePricePer1m), num: true },
+          { label: "Cache read", value: (p) => per1m(p.cacheReadPricePer1m), num: true },
+          { label: "Effective from", value: (p) => formatTimestamp(p.effectiveFrom) },
+        ],
+        prices,
+        { empty: "No prices yet" },
+      ),
+    ),
+    section("Add or update a price", editor),
+  ];
+}
+
+// The price form (global admins only: a tenant admin's save would be refused with 403).
+function priceEditor() {
   const field = (name, label, required) => h("label", {}, label, h("input", { name, required, type: name === "modelId" ? "text" : "number", step: "any", min: name === "modelId" ? null : "0" }));
   const status = h("div");
   const form = h(
@@ -699,25 +732,7 @@ async function pricing() {
       clear(status, errorBox(err));
     }
   });
-  return [
-    head("Pricing", h("span.muted", {}, "USD per million tokens; a new price supersedes the current one")),
-    section(
-      "Current prices",
-      table(
-        [
-          { label: "Model", value: (p) => h("span", { title: p.modelId }, formatModelLabel(p.modelId)) },
-          { label: "Input", value: (p) => per1m(p.inputPricePer1m), num: true },
-          { label: "Output", value: (p) => per1m(p.outputPricePer1m), num: true },
-          { label: "Cache write", value: (p) => per1m(p.cacheWritePricePer1m), num: true },
-          { label: "Cache read", value: (p) => per1m(p.cacheReadPricePer1m), num: true },
-          { label: "Effective from", value: (p) => formatTimestamp(p.effectiveFrom) },
-        ],
-        prices,
-        { empty: "No prices yet" },
-      ),
-    ),
-    section("Add or update a price", form, status),
-  ];
+  return h("div", {}, form, status);
 }
 
 // ---------------------------------------------------------------- routing (DASH-19)

@@ -29,11 +29,12 @@ function parseThresholds(raw) {
   return values.every((v) => Number.isFinite(v)) ? values : null;
 }
 
-export async function budgetSections({ get, send, h, clear, section, table, errorBox, formatCount, formatUsd, formatTimestamp, render }) {
+export async function budgetSections({ get, send, h, clear, section, table, errorBox, formatCount, formatUsd, formatTimestamp, render, grant }) {
   let usage;
   let listed;
+  let granted;
   try {
-    [usage, listed] = await Promise.all([get("/governance/budgets/usage"), get("/governance/budgets")]);
+    [usage, listed, granted] = await Promise.all([get("/governance/budgets/usage"), get("/governance/budgets"), grant()]);
   } catch (err) {
     if (err.status === 404) return [h("div.banner.info", {}, "Budgets are off: set `budget=Budget(...)` in AgentConfig to store and edit budget rules here.")];
     if (err.status === 403) return []; // not an admin: only the caller's own usage above
@@ -134,7 +135,8 @@ export async function budgetSections({ get, send, h, clear, section, table, erro
           { label: "Budget", value: (r) => (r.tokens === null && r.usd === null ? "exempt (no limit)" : limitText(r, formatCount, formatUsd)) },
           { label: "Thresholds", value: (r) => (r.thresholds.length ? r.thresholds.map((t) => `${Math.round(t * 100)} %`).join(", ") : "—") },
           { label: "Changed", value: (r) => `${r.updatedBy || "—"} · ${r.updatedAt ? formatTimestamp(r.updatedAt) : ""}` },
-          { label: "", value: (r) => h("span.actions", {}, h("button", { type: "button", onclick: () => edit(r) }, "Edit"), " ", h("button.danger", { type: "button", onclick: () => remove(r) }, "Remove")) },
+          // The `*` rules are everyone's: a tenant admin sees them but only a global grant changes them.
+          { label: "", value: (r) => (r.key === "*" && granted.scope !== "global" ? h("span.muted", {}, "global admins only") : h("span.actions", {}, h("button", { type: "button", onclick: () => edit(r) }, "Edit"), " ", h("button.danger", { type: "button", onclick: () => remove(r) }, "Remove"))) },
         ],
         listed.rules,
         { empty: "No stored rules: the config defaults apply" },
