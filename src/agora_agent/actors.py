@@ -62,7 +62,8 @@ class UnconfiguredActorResolver:
     async def resolve(self, request: Request) -> Actor | None:
         raise UnauthenticatedError(
             "no actor resolver is configured: agora-agent refuses to fabricate a caller identity; "
-            "set AgentConfig(actor_resolver=...) (CallableActorResolver for your own auth)"
+            "set AgentConfig(actor_resolver=...) (CallableActorResolver for your own auth)",
+            code="no_actor_resolver",
         )
 
 
@@ -82,7 +83,7 @@ class HeaderActorResolver:
     async def resolve(self, request: Request) -> Actor | None:
         actor_id = (request.headers.get(self.id_header) or "").strip()
         if not actor_id:
-            raise UnauthenticatedError(f"missing {self.id_header} header")
+            raise UnauthenticatedError(f"missing {self.id_header} header", code="missing_identity")
         raw_roles = request.headers.get(self.role_header) or ""
         roles = tuple(r.strip() for r in raw_roles.split(",") if r.strip())
         tenant = (request.headers.get(self.tenant_header) or "").strip() or None

@@ -20,6 +20,12 @@
     └── StoreError                  persistence failed (database down, missing migration …)
 
 The HTTP status of each request error lives in one table in the web layer.
+
+Every error has a `code`: a short snake_case word a program (or a test) can match on instead of the
+message, which is written for people and may be reworded. Each class has its own default code
+(`ConfigurationError.code == "configuration"`); a raise site that one caller may need to tell apart from its
+siblings gives a specific one (`"missing_api_key"`, `"unknown_agent"`, `"already_decided"` …). A
+`ConfigurationError` about one setting names it in `option` (`"max_rows"`).
 """
 
 from __future__ import annotations
@@ -50,15 +56,31 @@ __all__ = [
 
 
 class AgoraError(Exception):
-    """Base of every error agora-agent raises on purpose."""
+    """Base of every error agora-agent raises on purpose. `code` names the case (see the module docstring)."""
+
+    code: str = "error"
+
+    def __init__(self, *args: object, code: str | None = None) -> None:
+        super().__init__(*args)
+        if code is not None:
+            self.code = code
 
 
 class ConfigurationError(AgoraError):
-    """The configuration or the tool set is wrong; fix the code, not the input."""
+    """The configuration or the tool set is wrong; fix the code, not the input. `option` names the setting at
+    fault when one is (`"max_rows"`, `"empty_roles"`), else None."""
+
+    code = "configuration"
+
+    def __init__(self, message: str, *, code: str | None = None, option: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.option = option
 
 
 class StoreError(AgoraError):
     """Persistence failed (database unreachable, schema missing, …)."""
+
+    code = "store"
 
 
 class ToolError(AgoraError):
@@ -66,15 +88,18 @@ class ToolError(AgoraError):
     that refused the call (`"allow-list"`, `"enabled"`, `"roles policy"`, `"can_use"`, `"describe"`), when one did.
     """
 
+    code = "tool"
     stage: str | None = None
 
-    def __init__(self, tool_name: str, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, tool_name: str, message: str, *, code: str | None = None) -> None:
+        super().__init__(message, code=code)
         self.tool_name = tool_name
 
 
 class ToolNotFoundError(ToolError):
     """The tool is unknown, outside the agent/persona allow-list, or not available to this actor."""
+
+    code = "tool_not_found"
 
     def __init__(self, tool_name: str, reason: str | None = None) -> None:
         msg = f'Tool "{tool_name}" is not registered'
@@ -86,12 +111,16 @@ class ToolNotFoundError(ToolError):
 class ToolDisabledError(ToolError):
     """The tool exists but its `enabled` flag is off."""
 
+    code = "tool_disabled"
+
     def __init__(self, tool_name: str) -> None:
         super().__init__(tool_name, f'Tool "{tool_name}" is disabled')
 
 
 class ToolForbiddenError(ToolError):
     """The roles policy, `can_use` or the ability check refused this actor."""
+
+    code = "tool_forbidden"
 
     def __init__(self, tool_name: str, reason: str | None = None) -> None:
         msg = f'Tool "{tool_name}" is not allowed for this role'
@@ -103,6 +132,8 @@ class ToolForbiddenError(ToolError):
 class ToolInputInvalidError(ToolError):
     """The arguments failed validation; `issues` lists every problem."""
 
+    code = "tool_input_invalid"
+
     def __init__(self, tool_name: str, issues: Sequence[str]) -> None:
         self.issues = list(issues)
         super().__init__(tool_name, f'Invalid input for tool "{tool_name}": ' + "; ".join(self.issues))
@@ -111,14 +142,20 @@ class ToolInputInvalidError(ToolError):
 class ToolExecutionError(ToolError):
     """The tool's own code raised; `__cause__` holds the original exception."""
 
+    code = "tool_failed"
+
 
 class RunError(AgoraError):
     """A run cannot start or continue."""
+
+    code = "run"
 
 
 class QuotaExceededError(RunError):
     """A token or USD budget would be exceeded. The message gives the value, the limit and the fix; `detail`
     holds the figures under Python names (`scope`, `key`, `limit_tokens`, `used_tokens`, `resets_at` …)."""
+
+    code = "quota_exceeded"
 
     def __init__(self, message: str = "Daily token quota exceeded", *, detail: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -128,10 +165,14 @@ class QuotaExceededError(RunError):
 class ModelError(RunError):
     """The model provider failed. `status` is the provider's HTTP status when there was one."""
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    code = "model"
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, code: str | None = None
+    ) -> None:
         from agora_agent.secrets import scrub_secrets
 
-        super().__init__(scrub_secrets(message))  # a provider's text can echo the key: never keep it
+        super().__init__(scrub_secrets(message), code=code)  # a provider's text can echo the key: never keep it
         self.status = status
         self.retryable = retryable
 
@@ -139,26 +180,38 @@ class ModelError(RunError):
 class RequestError(AgoraError):
     """Something the caller sent is wrong; the web layer maps each subclass to one HTTP status."""
 
-    def __init__(self, message: str, *, detail: Any = None) -> None:
-        super().__init__(message)
+    code = "bad_request"
+
+    def __init__(self, message: str, *, detail: Any = None, code: str | None = None) -> None:
+        super().__init__(message, code=code)
         self.detail = detail
 
 
 class UnauthenticatedError(RequestError):
     """No identity could be resolved (HTTP 401)."""
 
+    code = "unauthenticated"
+
 
 class ForbiddenError(RequestError):
     """The caller is known but may not do this (HTTP 403)."""
+
+    code = "forbidden"
 
 
 class NotFoundError(RequestError):
     """An id-addressed thing does not exist, or is not visible to the caller (HTTP 404)."""
 
+    code = "not_found"
+
 
 class ConflictError(RequestError):
     """The request conflicts with stored state, e.g. an approval already decided (HTTP 409)."""
 
+    code = "conflict"
+
 
 class InvalidRequestError(RequestError):
     """The request is malformed (HTTP 422)."""
+
+    code = "invalid_request"

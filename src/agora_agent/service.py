@@ -292,7 +292,8 @@ class AgentService:
         if sink is not None and not callable(getattr(sink, "publish", None)):
             raise ConfigurationError(
                 "durable runs number their frames across processes and publish them themselves: leave "
-                "AgentConfig.sink unset, or use RedisTokenSink to stream them through Redis"
+                "AgentConfig.sink unset, or use RedisTokenSink to stream them through Redis",
+                option="sink",
             )
         setting = self.config.durable
         runner = DurableRunner(
@@ -461,7 +462,9 @@ class AgentService:
         key = name if name is not None else self.config.default_agent.name
         agent = self._agents.get(key)
         if agent is None:
-            raise NotFoundError(f'unknown agent "{key}" (known: {", ".join(sorted(self._agents))})')
+            raise NotFoundError(
+                f'unknown agent "{key}" (known: {", ".join(sorted(self._agents))})', code="unknown_agent"
+            )
         return agent
 
     def deps_for(self, agent_name: str) -> LoopDeps:
@@ -523,7 +526,9 @@ class AgentService:
         thread = await self._owned_thread(who, thread_id) if thread_id is not None else None
         if persona is not None and definition.persona(persona) is None:
             known = ", ".join(p.id for p in definition.personas) or "none"
-            raise InvalidRequestError(f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})')
+            raise InvalidRequestError(
+                f'unknown persona "{persona}" for agent "{definition.name}" (known: {known})', code="unknown_persona"
+            )
         attachments = await self._own_attachments(actor, attachments)
         runner = self.runner
         day = utc_day()
@@ -651,17 +656,21 @@ class AgentService:
             await self.runner.signal(run_id, tool_call_id)
         if approval.status != "pending":
             why = f" ({approval.reason})" if approval.reason else ""
-            raise ConflictError(f"tool call already {approval.status}{why}", detail=_standing(approval))
+            raise ConflictError(
+                f"tool call already {approval.status}{why}", detail=_standing(approval), code="already_decided"
+            )
         if run.status != "running":  # a pending approval of a run that ended: never a silent 200
             why = f": {run.error}" if run.error else ""
-            raise ConflictError(f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval))
+            raise ConflictError(
+                f"run is {run.status}{why}; nothing will execute this call", detail=_standing(approval), code="run_over"
+            )
         if status == "approved" and approval.approver_roles:
             self._four_eyes(actor, approval)
         record, changed = await self.store.decide_approval(
             run_id, tool_call_id, status=status, decided_by=actor.id, reason=reason
         )
         if not changed:
-            raise ConflictError(f"tool call already {record.status}", detail=_standing(record))
+            raise ConflictError(f"tool call already {record.status}", detail=_standing(record), code="already_decided")
         runner = self.runner
         if isinstance(runner, InlineRunner) and actor.id == approval.requested_by:
             # the parked run re-authorizes the action with the requester's identity as resolved now
@@ -675,13 +684,16 @@ class AgentService:
         unless the tool says `self_approval=True` (a tool no longer registered counts as False)."""
         roles = approval.approver_roles or ()
         if not set(actor.roles) & set(roles):
-            raise ForbiddenError(f'approving "{approval.tool_name}" needs one of the roles: {", ".join(roles)}')
+            raise ForbiddenError(
+                f'approving "{approval.tool_name}" needs one of the roles: {", ".join(roles)}', code="approver_role"
+            )
         if actor.id == approval.requested_by:
             spec = self.registry.get(approval.tool_name)
             if spec is None or not spec.self_approval:
                 raise ForbiddenError(
                     f'"{approval.tool_name}" needs a second person: the requester cannot approve their own call '
-                    "(reject it, or ask someone with one of the approver roles)"
+                    "(reject it, or ask someone with one of the approver roles)",
+                    code="self_approval",
                 )
 
     async def readiness(self) -> dict[str, bool]:

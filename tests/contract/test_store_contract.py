@@ -276,7 +276,7 @@ async def test_fork_from_unknown_message_copies_everything(store: AgentStore) ->
 
 @pytest.mark.ref("STORE-F1")
 async def test_fork_of_unknown_thread_raises_not_found(store: AgentStore) -> None:
-    with pytest.raises(NotFoundError, match="thread no-such-thread not found"):
+    with pytest.raises(NotFoundError):
         await store.fork_thread("no-such-thread", "m")
 
 

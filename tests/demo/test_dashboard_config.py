@@ -57,5 +57,6 @@ def test_mounting_twice_is_a_configuration_error() -> None:
     app = FastAPI()
     service = AgentService.from_config(config())
     mount_pages(app, service)
-    with pytest.raises(ConfigurationError, match="already mounted at /agent/dashboard"):
+    with pytest.raises(ConfigurationError) as twice:
         mount_pages(app, service)
+    assert twice.value.code == "already_mounted" and "/agent/dashboard" in str(twice.value)

@@ -83,5 +83,6 @@ async def test_tool_results_are_summarised() -> None:
 
 
 async def test_simulated_failure_raises_model_error() -> None:
-    with pytest.raises(ModelError, match="simulate a failure"):
+    with pytest.raises(ModelError) as failed:
         await turn(request("please simulate a failure"))
+    assert failed.value.code == "simulated_failure"

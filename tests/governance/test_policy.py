@@ -99,8 +99,9 @@ def test_closed_policy_default_roles_are_configurable() -> None:
 
 
 def test_bad_empty_roles_value_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="empty_roles"):
+    with pytest.raises(ConfigurationError) as bad:
         DefaultRolesPolicy(empty_roles="open")  # type: ignore[arg-type]
+    assert bad.value.option == "empty_roles"
 
 
 @pytest.mark.ref("POL-06")

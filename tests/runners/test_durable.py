@@ -128,8 +128,9 @@ async def test_cancel_closes_pending_approvals_so_a_late_decision_is_409(tmp_pat
         assert await service.cancel(OBSERVER, started.run_id) is True
         run = await service.wait_for_run(OBSERVER, started.run_id, timeout=10)
         assert run.status == "cancelled"
-        with pytest.raises(ConflictError, match="already expired") as late:
+        with pytest.raises(ConflictError) as late:
             await service.approve(ALICE, started.run_id, pending.tool_call_id)
+        assert late.value.code == "already_decided" and late.value.detail["status"] == "expired"
         assert late.value.detail["reason"] == "the run was cancelled"
         row = await service.store.get_tool_call(started.run_id, pending.tool_call_id)
         assert row is not None and row.status == "expired"
@@ -227,9 +228,10 @@ async def test_delegation_is_a_child_workflow_with_a_deterministic_id(tmp_path: 
 
 
 async def test_durable_is_refused_without_a_persistent_store_or_with_a_custom_sink(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError, match="persistent store"):
+    with pytest.raises(ConfigurationError) as no_store:
         await AgentService.from_config(AgentConfig(model=FakeModel(echo_script()), durable=True)).start()
-    with pytest.raises(ConfigurationError, match="sink"):
+    assert no_store.value.option == "store" and "persistent store" in str(no_store.value)
+    with pytest.raises(ConfigurationError) as custom_sink:
         await AgentService.from_config(
             AgentConfig(
                 model=FakeModel(echo_script()),
@@ -238,6 +240,7 @@ async def test_durable_is_refused_without_a_persistent_store_or_with_a_custom_si
                 durable=True,
             )
         ).start()
+    assert custom_sink.value.option == "sink"
 
 
 async def test_durable_without_the_extra_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -246,8 +249,9 @@ async def test_durable_without_the_extra_names_the_extra(tmp_path: Path, monkeyp
     service = AgentService.from_config(
         AgentConfig(model=FakeModel(echo_script()), store=f"sqlite:///{tmp_path / 'a.db'}", durable=True)
     )
-    with pytest.raises(ConfigurationError, match=r"agora-agent\[durable\]"):
+    with pytest.raises(ConfigurationError) as missing:
         await service.start()
+    assert missing.value.code == "missing_extra" and "pip install 'agora-agent[durable]'" in str(missing.value)
     await service.close()
 
 

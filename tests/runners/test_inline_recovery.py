@@ -66,8 +66,10 @@ async def test_restart_closes_runs_left_running(tmp_path: Path) -> None:
             assert run.error.startswith("interrupted")
         approval = await restarted.store.get_approval(parked.run_id, pending.tool_call_id)
         assert approval is not None and approval.status == "expired"
-        with pytest.raises(ConflictError, match="already expired \\(interrupted"):
+        with pytest.raises(ConflictError) as refused:
             await restarted.approve(ALICE, parked.run_id, pending.tool_call_id)  # never a silent 200
+        assert refused.value.code == "already_decided" and refused.value.detail["status"] == "expired"
+        assert str(refused.value.detail["reason"]).startswith("interrupted")
         calls = await restarted.store.list_tool_calls(run_id=running.run_id)
         assert [c.status for c in calls] == ["unknown_after_crash"]
     await crashed.close()

@@ -75,8 +75,9 @@ async def test_memory_quota_reserve_settle_release() -> None:
     r1 = await quota.reserve(alice, day, reservation_id="r1", tokens=40, usd=0)
     r2 = await quota.reserve(alice, day, reservation_id="r2", tokens=40, usd=0)
     r3 = await quota.reserve(alice, day, reservation_id="r3", tokens=40, usd=0)  # 80 < 100: still headroom
-    with pytest.raises(QuotaExceededError, match="actor 'alice'"):
+    with pytest.raises(QuotaExceededError) as actor_out:
         await quota.reserve(alice, day, reservation_id="r4", tokens=40, usd=0)
+    assert (actor_out.value.detail["scope"], actor_out.value.detail["key"]) == ("actor", "alice")
     await quota.settle(r1, tokens=10, usd=0)
     await quota.settle(r1, tokens=10, usd=0)  # settling twice never double-counts
     await quota.release(r2)
@@ -84,8 +85,11 @@ async def test_memory_quota_reserve_settle_release() -> None:
     assert (usage.used_tokens, usage.reserved_tokens, usage.within_limit) == (10, 40, True)
     await quota.check(bob, day)  # tenant at 10 used + 40 reserved of 150: fine
     await quota.settle(r3, tokens=140, usd=0)  # tenant now at 150 used
-    with pytest.raises(QuotaExceededError, match="tenant 't' is over the daily token budget of 150"):
+    with pytest.raises(QuotaExceededError) as tenant_out:
         await quota.check(bob, day)  # bob's own budget is untouched, the tenant's is spent
+    detail = tenant_out.value.detail
+    assert (detail["scope"], detail["key"], detail["limit_tokens"]) == ("tenant", "t", 150)
+    assert "tenant 't' is over the daily token budget of 150" in str(tenant_out.value)
     assert period_key(Budget(period="month"), "2026-11-30") == "2026-11"
 
 

@@ -163,8 +163,9 @@ def test_registering_the_same_object_twice_is_quiet(caplog: pytest.LogCaptureFix
 
 
 def test_register_refuses_non_tools() -> None:
-    with pytest.raises(ConfigurationError, match="cannot register"):
+    with pytest.raises(ConfigurationError) as refused:
         ToolRegistry().register(lambda: None)
+    assert refused.value.code == "not_a_tool"
 
 
 @pytest.mark.ref("TOOL-01")
@@ -175,8 +176,9 @@ async def test_agent_spec_is_offered_but_has_no_handler() -> None:
     [definition] = await reg.offer(ALICE, policy=OPEN)
     assert definition.kind == "agent"
     call = await reg.authorize("ask_billing", {"amount": 1, "currency": "EUR"}, ctx=ctx(), policy=OPEN)
-    with pytest.raises(ConfigurationError, match="ask_billing"):
+    with pytest.raises(ConfigurationError) as no_handler:
         await reg.execute(call, ctx())
+    assert no_handler.value.code == "no_handler" and '"ask_billing"' in str(no_handler.value)
 
 
 # -- offer --------------------------------------------------------------------------------------------
@@ -533,8 +535,9 @@ async def test_class_instance_registers_with_its_hooks() -> None:
 async def test_factory_failure_is_a_configuration_error_naming_the_class() -> None:
     reg = ToolRegistry()  # default factory cls() cannot build Now (it needs a clock)
     reg.register(Now)
-    with pytest.raises(ConfigurationError, match=r"test_registry\.Now"):
+    with pytest.raises(ConfigurationError) as failed:
         await reg.invoke("now", {}, ctx(), policy=OPEN)
+    assert failed.value.code == "tool_factory_failed" and "test_registry.Now" in str(failed.value)
 
 
 # -- start-up warnings --------------------------------------------------------------------------------

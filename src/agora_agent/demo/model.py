@@ -118,7 +118,9 @@ class DemoModel:
     def _plan(self, message: str, offered: set[str], system: str = "") -> tuple[str, list[ToolCall]]:
         lowered = message.lower().strip()
         if "simulate a failure" in lowered:
-            raise ModelError("the demo model was asked to simulate a failure (this run fails on purpose)")
+            raise ModelError(
+                "the demo model was asked to simulate a failure (this run fails on purpose)", code="simulated_failure"
+            )
         if match := _REFUND.search(lowered):
             order_id = int(match.group(1))
             reason = message.split("because", 1)[1].strip(" .") if "because" in lowered else "customer request"

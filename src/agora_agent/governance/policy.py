@@ -54,7 +54,9 @@ class DefaultRolesPolicy:
 
     def __init__(self, default_roles: Iterable[str] = (), empty_roles: EmptyRoles = "allow") -> None:
         if empty_roles not in ("allow", "deny"):
-            raise ConfigurationError(f'empty_roles must be "allow" or "deny", got {empty_roles!r}')
+            raise ConfigurationError(
+                f'empty_roles must be "allow" or "deny", got {empty_roles!r}', option="empty_roles"
+            )
         if isinstance(default_roles, str):
             default_roles = (default_roles,)
         self.default_roles = tuple(default_roles)

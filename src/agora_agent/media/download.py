@@ -29,11 +29,16 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class AttachmentDownloadError(InvalidRequestError):
-    """An attachment URL could not be fetched (status or network error); the message names only the host."""
+    """An attachment URL could not be fetched (status or network error); the message names only the host.
+    `code`: `too_large` beyond `max_bytes`, else `attachment_download`."""
+
+    code = "attachment_download"
 
 
 class UnsafeUrlError(AttachmentDownloadError):
     """The URL points at an address we must not reach from the server (loopback, private, metadata …)."""
+
+    code = "unsafe_url"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +104,8 @@ class SafeDownloader:
                 if _blocked(address) and not any(address in net for net in self._networks):
                     raise UnsafeUrlError(
                         f"attachment host {name!r} resolves to {address}, an internal address; "
-                        "allow-list it (SafeDownloader(allow_hosts=…)) if it is yours"
+                        "allow-list it (SafeDownloader(allow_hosts=…)) if it is yours",
+                        code="internal_address",
                     )
         return str(addresses[0])
 
@@ -140,12 +146,16 @@ class SafeDownloader:
     async def _body(self, response: httpx2.Response, host: str) -> bytes:
         declared = response.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
-            raise AttachmentDownloadError(f"attachment from {host!r} exceeds the {self.max_bytes}-byte limit")
+            raise AttachmentDownloadError(
+                f"attachment from {host!r} exceeds the {self.max_bytes}-byte limit", code="too_large"
+            )
         chunks: list[bytes] = []
         size = 0
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > self.max_bytes:
-                raise AttachmentDownloadError(f"attachment from {host!r} exceeds the {self.max_bytes}-byte limit")
+                raise AttachmentDownloadError(
+                    f"attachment from {host!r} exceeds the {self.max_bytes}-byte limit", code="too_large"
+                )
             chunks.append(chunk)
         return b"".join(chunks)

@@ -30,6 +30,8 @@ TEXT_TYPES = frozenset({"text/plain", "text/csv", "text/markdown", "application/
 class UnsupportedAttachmentError(InvalidRequestError):
     """An attachment of a type no model input takes (the message names the type and what is accepted)."""
 
+    code = "unsupported_attachment"
+
 
 def attachment_kind(content_type: str) -> str:
     """`native` (image/PDF part), `text` (inlined) or `unsupported`."""

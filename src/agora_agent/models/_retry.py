@@ -36,7 +36,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ConfigurationError(f"RetryPolicy.max_attempts must be at least 1, got {self.max_attempts}")
+            raise ConfigurationError(
+                f"RetryPolicy.max_attempts must be at least 1, got {self.max_attempts}", option="max_attempts"
+            )
         if self.base_delay < 0 or self.max_delay < 0:
             raise ConfigurationError(
                 f"RetryPolicy delays must be >= 0, got base_delay={self.base_delay}, max_delay={self.max_delay}"
@@ -53,8 +55,10 @@ class RetryPolicy:
 class RetryableModelError(ModelError):
     """A `ModelError` worth retrying; `retry_after` is the provider's hint in seconds, if any."""
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(message, status=status, retryable=True)
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, status=status, retryable=True, code=code)
         self.retry_after = retry_after
 
 
@@ -92,6 +96,7 @@ async def run_with_retries(policy: RetryPolicy, attempt: Callable[[], Awaitable[
                         f"{exc} (gave up after {number} attempts; raise RetryPolicy.max_attempts to keep trying)",
                         status=exc.status,
                         retryable=True,
+                        code=exc.code,  # why it failed; the message says how often it was tried
                     ) from exc
                 raise
             hint = exc.retry_after if isinstance(exc, RetryableModelError) else None

@@ -67,7 +67,9 @@ class AnthropicModel:
             key = api_key or os.environ.get("ANTHROPIC_API_KEY")
             if not key:
                 if base_url is None:
-                    raise ConfigurationError("ANTHROPIC_API_KEY is not set: export it or pass api_key=…")
+                    raise ConfigurationError(
+                        "ANTHROPIC_API_KEY is not set: export it or pass api_key=…", code="missing_api_key"
+                    )
                 key = LOCAL_PLACEHOLDER_KEY
             client = anthropic.AsyncAnthropic(
                 api_key=key,

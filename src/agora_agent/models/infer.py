@@ -32,7 +32,8 @@ def infer_model(spec: str | ModelProvider, *, base_url: str | None = None) -> Mo
     prefix, sep, name = spec.strip().partition(":")
     if not sep or not name:
         raise ConfigurationError(
-            f"model {spec!r} has no provider prefix: write e.g. 'openai:{spec}' (one of {', '.join(PREFIXES)})"
+            f"model {spec!r} has no provider prefix: write e.g. 'openai:{spec}' (one of {', '.join(PREFIXES)})",
+            code="no_provider_prefix",
         )
     if prefix == "openai":
         from agora_agent.models.openai import OpenAIChatModel
@@ -51,7 +52,9 @@ def infer_model(spec: str | ModelProvider, *, base_url: str | None = None) -> Mo
         from agora_agent.models.pydantic_ai import PydanticAIModel
 
         return PydanticAIModel(name)
-    raise ConfigurationError(f"unknown model provider {prefix!r} in {spec!r}: use one of {', '.join(PREFIXES)}")
+    raise ConfigurationError(
+        f"unknown model provider {prefix!r} in {spec!r}: use one of {', '.join(PREFIXES)}", code="unknown_provider"
+    )
 
 
 def model_from_env() -> ModelProvider | None:
@@ -62,7 +65,8 @@ def model_from_env() -> ModelProvider | None:
         if base_url is not None:  # never fall back silently to another model than the one pointed at
             raise ConfigurationError(
                 f"{MODEL_BASE_URL_ENV} is set ({base_url}) but {MODEL_ENV} is not: set "
-                f"{MODEL_ENV}=openai:<model name on that server>"
+                f"{MODEL_ENV}=openai:<model name on that server>",
+                option=MODEL_ENV,
             )
         return None
     return infer_model(spec, base_url=base_url)

@@ -84,7 +84,8 @@ class OpenAIChatModel:
                 if base_url is None:
                     raise ConfigurationError(
                         "OPENAI_API_KEY is not set: export it, pass api_key=…, "
-                        "or pass base_url=… for a local OpenAI-compatible server"
+                        "or pass base_url=… for a local OpenAI-compatible server",
+                        code="missing_api_key",
                     )
                 key = LOCAL_PLACEHOLDER_KEY
             # Our RetryPolicy retries; the SDK's own retries would multiply the attempts.
@@ -186,14 +187,15 @@ class OpenAIChatModel:
                 )
             return ModelError(message, status=status)
         if isinstance(exc, openai.APITimeoutError):
-            message = f"{where} timed out"
+            message, code = f"{where} timed out", "provider_timeout"
         elif isinstance(exc, openai.APIConnectionError):
-            message = f"could not reach {where}: {exc.__cause__ or exc}"
+            message, code = f"could not reach {where}: {exc.__cause__ or exc}", "provider_unreachable"
         else:  # an error event inside an open stream, or a malformed response
             message = f"{where} failed: {_provider_message(getattr(exc, 'body', None)) or exc}"
+            code = "provider_failed"
         if not streamed and isinstance(exc, openai.APIError):
-            return RetryableModelError(message)
-        return ModelError(message)
+            return RetryableModelError(message, code=code)
+        return ModelError(message, code=code)
 
 
 def _provider_message(body: object) -> str | None:

@@ -164,9 +164,10 @@ def _resolve(spec: str) -> Model:
         return pai_infer_model(spec)
     except pai_errors.UserError as exc:
         # pydantic-ai's message names the key's environment variable; keep its first sentence.
-        raise ConfigurationError(f"pydantic-ai model {spec!r}: {str(exc).split('. ')[0]}") from exc
+        code = "missing_api_key" if "_API_KEY" in str(exc) else "invalid_model"
+        raise ConfigurationError(f"pydantic-ai model {spec!r}: {str(exc).split('. ')[0]}", code=code) from exc
     except ImportError as exc:
-        raise ConfigurationError(f"pydantic-ai model {spec!r}: {exc}") from exc
+        raise ConfigurationError(f"pydantic-ai model {spec!r}: {exc}", code="missing_extra") from exc
 
 
 def _provider_message(body: object) -> str | None:

@@ -142,14 +142,17 @@ class OpenAIEmbedder:
                 raise ModelError(f"embeddings request failed: {type(exc).__name__}", retryable=True) from None
             rows = sorted(response.data, key=lambda d: d.index)
             if len(rows) != len(batch):
-                raise ModelError(f"embeddings endpoint returned {len(rows)} vectors for {len(batch)} texts")
+                raise ModelError(
+                    f"embeddings endpoint returned {len(rows)} vectors for {len(batch)} texts", code="bad_response"
+                )
             for row in rows:
                 vector = [float(x) for x in row.embedding]
                 if self._dimensions is None:
                     self._dimensions = len(vector)
                 elif len(vector) != self._dimensions:
                     raise ModelError(
-                        f"embeddings endpoint returned {len(vector)} dimensions, expected {self._dimensions}"
+                        f"embeddings endpoint returned {len(vector)} dimensions, expected {self._dimensions}",
+                        code="dimensions_changed",
                     )
                 out.append(vector)
         return out

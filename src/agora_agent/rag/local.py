@@ -86,7 +86,9 @@ class LocalEmbedder:
             if self._sha256 is not None:
                 digest = hashlib.sha256(path.read_bytes()).hexdigest()
                 if digest != self._sha256:
-                    raise ConfigurationError(f"{path} is not the expected model (sha256 {digest[:12]}…)")
+                    raise ConfigurationError(
+                        f"{path} is not the expected model (sha256 {digest[:12]}…)", code="checksum_mismatch"
+                    )
             tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
             tokenizer.enable_truncation(max_length=self._max_length)
             options = ort.SessionOptions()

@@ -126,7 +126,9 @@ async def ingest_upload(
     """An actor's upload, stamped with the actor's tenant (the uploader's identity, never the file's claims).
     An actor without a tenant cannot upload (`ConfigurationError`)."""
     if not actor.tenant_ref or actor.tenant_ref == SHARED:
-        raise ConfigurationError(f"actor {actor.id!r} has no tenant: uploads are stamped with the uploader's tenant")
+        raise ConfigurationError(
+            f"actor {actor.id!r} has no tenant: uploads are stamped with the uploader's tenant", code="no_tenant"
+        )
     (outcome,) = await ingest_files(
         [file],
         embedder=embedder,

@@ -48,7 +48,7 @@ def _roles(value: RolesArg, field: str, owner: str) -> tuple[str, ...] | None:
         return None
     items = (value,) if isinstance(value, str) else tuple(value)
     if not all(isinstance(r, str) and r for r in items):
-        raise ConfigurationError(f"{field} of {owner} must be non-empty strings, got {items!r}")
+        raise ConfigurationError(f"{field} of {owner} must be non-empty strings, got {items!r}", option=field)
     return items
 
 
@@ -57,7 +57,7 @@ def _ttl(value: TtlArg, owner: str) -> timedelta | None:
         return None
     ttl = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
     if ttl <= timedelta(0):
-        raise ConfigurationError(f"approval_ttl of {owner} must be positive, got {value!r}")
+        raise ConfigurationError(f"approval_ttl of {owner} must be positive, got {value!r}", option="approval_ttl")
     return ttl
 
 
@@ -80,18 +80,24 @@ def build_spec(
     """Validate authoring options and build the `ToolSpec`; `owner` names the function or class in errors."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise ConfigurationError(
-            f"tool name {name!r} of {owner} is invalid: use 1-64 letters, digits, '_' or '-' (model APIs refuse others)"
+            f"tool name {name!r} of {owner} is invalid: use 1-64 letters, digits, '_' or '-' "
+            "(model APIs refuse others)",
+            option="name",
         )
     if kind not in ("read", "action"):
         raise ConfigurationError(
-            f'tool "{name}" ({owner}) has kind {kind!r}: write "read" or "action" ("agent" tools come from delegation)'
+            f'tool "{name}" ({owner}) has kind {kind!r}: write "read" or "action" ("agent" tools come from delegation)',
+            option="kind",
         )
     if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
-        raise ConfigurationError(f'tool "{name}" ({owner}) needs a pydantic BaseModel input, got {input_model!r}')
+        raise ConfigurationError(
+            f'tool "{name}" ({owner}) needs a pydantic BaseModel input, got {input_model!r}', option="input"
+        )
     if not description or not description.strip():
         raise ConfigurationError(
             f'tool "{name}" ({owner}) has no description: the model chooses tools by it; '
-            "write a docstring or pass description=..."
+            "write a docstring or pass description=...",
+            option="description",
         )
     return ToolSpec(
         name=name,
@@ -379,7 +385,9 @@ class BaseTool(ABC):
         """The spec from class attributes alone, without building an instance (hooks not bound)."""
         owner = qualname(cls)
         if inspect.isabstract(cls):
-            raise ConfigurationError(f"tool class {owner} is abstract: implement `async def execute(self, input, ctx)`")
+            raise ConfigurationError(
+                f"tool class {owner} is abstract: implement `async def execute(self, input, ctx)`", code="abstract_tool"
+            )
         doc = inspect.cleandoc(cls.__doc__) if cls.__doc__ else None
         return build_spec(
             owner=owner,

@@ -268,12 +268,16 @@ def confirmed_tool(
     when it has one, else memory).
     """
     if not secret or (isinstance(secret, str | bytes) and len(secret) < 16):
-        raise ConfigurationError(f'confirmed_tool "{name}": secret must be at least 16 characters (keep it secret)')
+        raise ConfigurationError(
+            f'confirmed_tool "{name}": secret must be at least 16 characters (keep it secret)', option="secret"
+        )
     if not (isinstance(input, type) and issubclass(input, BaseModel)):
         raise ConfigurationError(f'confirmed_tool "{name}": input must be a pydantic BaseModel class')
     clash = _CONTROL_FIELDS & set(input.model_fields)
     if clash:
-        raise ConfigurationError(f'confirmed_tool "{name}": the input may not define {", ".join(sorted(clash))}')
+        raise ConfigurationError(
+            f'confirmed_tool "{name}": the input may not define {", ".join(sorted(clash))}', option="input"
+        )
     if ttl <= timedelta(0):
         raise ConfigurationError(f'confirmed_tool "{name}": ttl must be positive')
     return ConfirmedTool(

@@ -49,11 +49,12 @@ def _import_root(package: str) -> ModuleType:
         if exc.name is not None and (package == exc.name or package.startswith(exc.name + ".")):
             raise ConfigurationError(
                 f"tools package {package!r} was not found: check AgentConfig(tools_package=...) and that it is "
-                "importable (installed, or on sys.path)"
+                "importable (installed, or on sys.path)",
+                code="package_not_found",
             ) from exc
-        raise ConfigurationError(f"tools package {package!r} failed to import: {exc}") from exc
+        raise ConfigurationError(f"tools package {package!r} failed to import: {exc}", code="import_failed") from exc
     except Exception as exc:
-        raise ConfigurationError(f"tools package {package!r} failed to import: {exc!r}") from exc
+        raise ConfigurationError(f"tools package {package!r} failed to import: {exc!r}", code="import_failed") from exc
 
 
 def discover_tools(package: str) -> list[object]:

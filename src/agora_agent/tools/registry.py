@@ -128,7 +128,8 @@ class _Entry:
                 built = self._factory(self._cls)
             except Exception as exc:
                 raise ConfigurationError(
-                    f'tool factory failed to build {self.origin} for tool "{self.spec.name}": {exc}'
+                    f'tool factory failed to build {self.origin} for tool "{self.spec.name}": {exc}',
+                    code="tool_factory_failed",
                 ) from exc
             if not isinstance(built, self._cls):
                 raise ConfigurationError(
@@ -143,7 +144,8 @@ class _Entry:
         if self._cls is not None:
             return self.instance()
         raise ConfigurationError(
-            f'tool "{self.spec.name}" (kind {self.spec.kind}) has no handler: the agent loop runs it, not the registry'
+            f'tool "{self.spec.name}" (kind {self.spec.kind}) has no handler: the agent loop runs it, not the registry',
+            code="no_handler",
         )
 
     def schema(self) -> dict[str, Any]:
@@ -382,7 +384,8 @@ class ToolRegistry:
             return self._add(_Entry(obj.spec, origin, obj), obj)
         raise ConfigurationError(
             f"cannot register {obj!r} as a tool: use @tool, define_tool, a BaseTool subclass, "
-            "or an object with .spec and async .invoke(input, ctx)"
+            "or an object with .spec and async .invoke(input, ctx)",
+            code="not_a_tool",
         )
 
     def register_spec(self, spec: ToolSpec) -> bool:

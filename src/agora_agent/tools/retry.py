@@ -80,9 +80,13 @@ class TransientRetry:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ConfigurationError(f"TransientRetry.attempts must be at least 1 (total tries), got {self.attempts}")
+            raise ConfigurationError(
+                f"TransientRetry.attempts must be at least 1 (total tries), got {self.attempts}", option="attempts"
+            )
         if self.backoff_ms < 0:
-            raise ConfigurationError(f"TransientRetry.backoff_ms must be >= 0, got {self.backoff_ms}")
+            raise ConfigurationError(
+                f"TransientRetry.backoff_ms must be >= 0, got {self.backoff_ms}", option="backoff_ms"
+            )
 
 
 async def run_with_retry(

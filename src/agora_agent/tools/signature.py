@@ -81,7 +81,8 @@ def call_shape(fn: Callable[..., Any], tool_name: str) -> CallShape:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
             raise ConfigurationError(
                 f"tool function {owner} has parameter {p.name!r} of kind {p.kind.description}: "
-                "tool inputs are named, so use ordinary or keyword-only parameters"
+                "tool inputs are named, so use ordinary or keyword-only parameters",
+                code="unnamed_parameter",
             )
         annotation = hints.get(p.name, Any)
         if _is_ctx(annotation):

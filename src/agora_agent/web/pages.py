@@ -339,7 +339,9 @@ def _mount_dashboard(
     dashboard_path = dashboard_mount_path(api_base, _dashboard(config).path)
     taken = {getattr(r, "path", None) for r in target.routes}
     if dashboard_path in taken:
-        raise ConfigurationError(f"the governance dashboard is already mounted at {dashboard_path}")
+        raise ConfigurationError(
+            f"the governance dashboard is already mounted at {dashboard_path}", code="already_mounted"
+        )
     dash_index = _inject(
         _static_root().joinpath("dashboard", "index.html").read_text("utf-8"),
         base_href=f"{dashboard_path}/",

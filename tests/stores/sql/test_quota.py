@@ -78,13 +78,17 @@ async def test_usd_budget_and_tenant_budget_refuse_all_or_nothing(quota_factory:
     r = await quota.reserve(ALICE, DAY, reservation_id=rid(), tokens=30, usd=0.1)
     await quota.settle(r, tokens=30, usd=0.1)
     r = await quota.reserve(bob, DAY, reservation_id=rid(), tokens=30, usd=0.1)  # tenant 30 < 50
-    with pytest.raises(QuotaExceededError, match="tenant 'acme'"):
+    with pytest.raises(QuotaExceededError) as tenant_out:
         await quota.reserve(ALICE, DAY, reservation_id=rid(), tokens=30, usd=0.1)  # tenant 30+30 >= 50
+    assert (tenant_out.value.detail["scope"], tenant_out.value.detail["key"]) == ("tenant", "acme")
     # the refused reservation left the actor's counter untouched (all or nothing)
     assert (await quota.usage(ALICE, DAY)).reserved_tokens == 0
     await quota.settle(r, tokens=10, usd=2.0)
-    with pytest.raises(QuotaExceededError, match=r"over the daily budget of \$1.00"):
+    with pytest.raises(QuotaExceededError) as usd_out:
         await quota.check(bob, DAY)
+    assert (usd_out.value.detail["scope"], usd_out.value.detail["key"]) == ("actor", "bob")
+    assert usd_out.value.detail["limit_usd"] == 1.0
+    assert "over the daily budget of $1.00" in str(usd_out.value)  # the figure a user reads in the 429
     await quota.check(ALICE, DAY)  # alice's own USD and the tenant's 40 tokens are within their limits
     await quota.check(Actor(id="carol"), DAY)  # no tenant, fresh actor
 

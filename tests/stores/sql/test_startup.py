@@ -70,8 +70,10 @@ async def test_schema_behind_the_code_names_the_upgrade_command(tmp_path: Path) 
     async with backend.engine.begin() as conn:
         await conn.execute(sa.text("UPDATE agent_alembic_version SET version_num = 'older'"))
     await backend.close()
-    with pytest.raises(StoreError, match=r"at schema revision older, this version needs .*agora-agent db upgrade"):
+    with pytest.raises(StoreError) as outdated:
         await open_sql_backend(url, auto_create_tables=False)
+    assert outdated.value.code == "schema_outdated"
+    assert "agora-agent db upgrade" in str(outdated.value)  # the one-liner names the fix
 
 
 async def test_sqlite_file_is_created_with_wal_and_foreign_keys(tmp_path: Path) -> None:

@@ -118,12 +118,15 @@ def test_prefix_patterns_never_match_system_catalogs() -> None:
 
 
 def test_policy_configuration_has_no_allow_all() -> None:
-    with pytest.raises(ConfigurationError, match="every table"):
+    with pytest.raises(ConfigurationError) as allow_all:
         GroupTableAccessPolicy({"r": ["g"]}, {"g": ["*"]})
-    with pytest.raises(ConfigurationError, match="only allowed at the end"):
+    assert allow_all.value.code == "allow_all_pattern"
+    with pytest.raises(ConfigurationError) as inner_star:
         GroupTableAccessPolicy({"r": ["g"]}, {"g": ["a*b"]})
-    with pytest.raises(ConfigurationError, match="no allow-all"):
+    assert inner_star.value.code == "bad_pattern"
+    with pytest.raises(ConfigurationError) as not_a_list:
         table_access_policy({"analyst": "orders"})
+    assert not_a_list.value.option == "table_access" and "no allow-all" in str(not_a_list.value)
     simple = table_access_policy({"analyst": ["orders"]})
     assert simple.can_access(["analyst"], "orders") and not simple.can_access(["other"], "orders")
 
@@ -149,8 +152,10 @@ def test_denial_message_lists_roles_and_every_table() -> None:
     with pytest.raises(SqlAccessDeniedError) as caught:
         check_table_access(policy, ["analyst", "viewer"], refs)
     assert str(caught.value).startswith("Your roles (analyst, viewer) are not allowed to query `secrets`, `payroll`.")
-    with pytest.raises(SqlAccessDeniedError, match=r"Your roles \(none\) are not allowed to query `secrets`"):
+    with pytest.raises(SqlAccessDeniedError) as no_roles:
         check_table_access(policy, [], refs)
+    assert (no_roles.value.roles, no_roles.value.tables[0]) == ((), "secrets")
+    assert str(no_roles.value).startswith("Your roles (none) are not allowed to query `secrets`")  # the model reads it
 
 
 def _rewrite(sql: str, tenant_ref: str | None) -> str:
@@ -181,7 +186,7 @@ def test_missing_or_empty_tenant_matches_nothing(tenant_ref: str | None) -> None
 @pytest.mark.ref("DATA-11")
 def test_unscoped_query_is_unchanged_and_foreign_literals_are_refused() -> None:
     assert _rewrite("SELECT * FROM products", "A") == "SELECT * FROM products"
-    with pytest.raises(TenantScopeError, match="tenant mismatch"):
+    with pytest.raises(TenantScopeError):
         _rewrite("SELECT * FROM orders WHERE tenant_id = 'B' OR 1 = 1", "A")
     with pytest.raises(TenantScopeError):
         _rewrite("SELECT * FROM orders WHERE tenant_id = 'A'", None)

@@ -64,7 +64,8 @@ try:
     from dbos._serialization import DBOSPortableJSONSerializer
 except ImportError as exc:  # pragma: no cover - exercised by the config test in a venv without the extra
     raise ConfigurationError(
-        "durable runs need the `durable` extra: pip install 'agora-agent[durable]' (it brings dbos)"
+        "durable runs need the `durable` extra: pip install 'agora-agent[durable]' (it brings dbos)",
+        code="missing_extra",
     ) from exc
 
 __all__ = ["DurableRunner"]

@@ -66,13 +66,16 @@ class DurableConfig:
             if store.startswith("sqlite"):
                 path = store.split("///", 1)[1] if "///" in store else ""
                 if not path or path == ":memory:":
-                    raise ConfigurationError("durable runs need a SQLite FILE store, not an in-memory one")
+                    raise ConfigurationError(
+                        "durable runs need a SQLite FILE store, not an in-memory one", option="store"
+                    )
                 return f"sqlite:///{path}.dbos.sqlite"
             if store.startswith("postgres"):
                 return _sync_url(store)
         raise ConfigurationError(
             "durable=True needs a persistent store: AgentConfig(store='sqlite:///agent.db' or a PostgreSQL URL), "
-            "or DurableConfig(system_database_url=...) next to your own store"
+            "or DurableConfig(system_database_url=...) next to your own store",
+            option="store",
         )
 
 

@@ -114,4 +114,7 @@ async def prepare_schema(engine: AsyncEngine, *, auto_create_tables: bool) -> No
             "or pass auto_create_tables=True"
         )
     if revision is not None and revision != head:
-        raise StoreError(f"the database at {url} is at schema revision {revision}, this version needs {head}; {fix}")
+        raise StoreError(
+            f"the database at {url} is at schema revision {revision}, this version needs {head}; {fix}",
+            code="schema_outdated",
+        )

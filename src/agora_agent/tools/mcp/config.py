@@ -66,17 +66,23 @@ class MCPServer:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ConfigurationError(
-                f"MCPServer name must be 1-40 letters, digits, '_' or '-' (it prefixes tool names); got {self.name!r}"
+                f"MCPServer name must be 1-40 letters, digits, '_' or '-' (it prefixes tool names); got {self.name!r}",
+                option="name",
             )
         if (self.url is None) == (self.command is None):
-            raise ConfigurationError(f'MCPServer "{self.name}": give exactly one of url=... or command=[...]')
+            raise ConfigurationError(
+                f'MCPServer "{self.name}": give exactly one of url=... or command=[...]', code="url_or_command"
+            )
         if self.command is not None and (isinstance(self.command, str) or not list(self.command)):
             raise ConfigurationError(
-                f'MCPServer "{self.name}": command must be a non-empty list such as ["python", "server.py"]'
+                f'MCPServer "{self.name}": command must be a non-empty list such as ["python", "server.py"]',
+                option="command",
             )
         for tool, kind in self.kinds.items():
             if kind not in ("read", "action"):
-                raise ConfigurationError(f'MCPServer "{self.name}": kinds[{tool!r}] must be "read" or "action"')
+                raise ConfigurationError(
+                    f'MCPServer "{self.name}": kinds[{tool!r}] must be "read" or "action"', option="kinds"
+                )
         if self.roles is not None and not isinstance(self.roles, tuple):
             object.__setattr__(self, "roles", tuple(self.roles))
         if self.call_timeout <= 0 or self.connect_timeout < 0:

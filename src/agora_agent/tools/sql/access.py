@@ -28,10 +28,16 @@ class TableAccessPolicy(Protocol):
 def _pattern(pattern: str, group: str) -> str:
     if not isinstance(pattern, str) or not pattern.strip("*"):
         raise ConfigurationError(
-            f"table pattern {pattern!r} in group {group!r} would allow every table; list tables or `prefix*` patterns"
+            f"table pattern {pattern!r} in group {group!r} would allow every table; list tables or `prefix*` patterns",
+            code="allow_all_pattern",
+            option="tables_by_group",
         )
     if "*" in pattern[:-1]:
-        raise ConfigurationError(f"table pattern {pattern!r} in group {group!r}: `*` is only allowed at the end")
+        raise ConfigurationError(
+            f"table pattern {pattern!r} in group {group!r}: `*` is only allowed at the end",
+            code="bad_pattern",
+            option="tables_by_group",
+        )
     return pattern
 
 
@@ -86,7 +92,8 @@ def table_access_policy(table_access: TableAccessPolicy | Mapping[str, Any]) -> 
             )
     raise ConfigurationError(
         "sql_tool: table_access is required and must be a TableAccessPolicy, "
-        '{"role_groups": ..., "tables_by_group": ...} or {role: [tables]}; there is no allow-all'
+        '{"role_groups": ..., "tables_by_group": ...} or {role: [tables]}; there is no allow-all',
+        option="table_access",
     )
 
 

@@ -41,6 +41,8 @@ class SqlValidationError(ToolError):
 class SqlAccessDeniedError(SqlValidationError):
     """One or more referenced tables are not readable with the actor's roles. `tables` lists them."""
 
+    code = "table_denied"
+
     def __init__(self, roles: Sequence[str], tables: Sequence[str], *, tool_name: str = DEFAULT_TOOL_NAME) -> None:
         self.roles = tuple(roles)
         self.tables = tuple(tables)
@@ -54,6 +56,8 @@ class SqlAccessDeniedError(SqlValidationError):
 
 class TenantScopeError(SqlValidationError):
     """The query compares the tenant column with a value other than the actor's tenant."""
+
+    code = "tenant_mismatch"
 
     def __init__(self, *, tool_name: str = DEFAULT_TOOL_NAME) -> None:
         super().__init__(
@@ -69,6 +73,8 @@ class SqlExecutionError(ToolExecutionError):
 
 class SqlTimeoutError(SqlExecutionError):
     """The statement timeout stopped the query; the database did the cancelling, nothing keeps running."""
+
+    code = "statement_timeout"
 
     def __init__(self, tool_name: str, timeout: float) -> None:
         self.timeout = timeout

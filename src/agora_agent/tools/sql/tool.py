@@ -86,9 +86,11 @@ class SqlTool:
         if dialect_name not in _DIALECT_LABELS:
             raise ConfigurationError(f"sql_tool supports SQLite and PostgreSQL engines, not {dialect_name!r}")
         if max_rows < 1:
-            raise ConfigurationError(f"sql_tool: max_rows must be at least 1 (got {max_rows})")
+            raise ConfigurationError(f"sql_tool: max_rows must be at least 1 (got {max_rows})", option="max_rows")
         if statement_timeout <= 0:
-            raise ConfigurationError(f"sql_tool: statement_timeout must be positive (got {statement_timeout})")
+            raise ConfigurationError(
+                f"sql_tool: statement_timeout must be positive (got {statement_timeout})", option="statement_timeout"
+            )
         self.engine = engine
         self.dialect: Dialect = "sqlite" if dialect_name == "sqlite" else "postgresql"
         self.policy = table_access_policy(table_access)
