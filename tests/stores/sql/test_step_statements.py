@@ -45,9 +45,10 @@ RUN_WRITE_TRANSACTIONS = 7
 PG_STEP_STATEMENTS = 4
 PG_STEP_TRANSACTIONS = 0
 # The whole run: the same units as on SQLite, each ONE statement — the run start with its rollup and active
-# stream, the user message with the thread bump, the run end with title, compare-and-set and rollup — and the
-# reads in autocommit: not one BEGIN/COMMIT.
-PG_RUN_STATEMENTS = 15
+# stream, the user message with the thread bump, the run end with title, compare-and-set and rollup, and each
+# quota check (rules and counters) and the history (thread, messages, tool calls) one read of JSON arrays —
+# all in autocommit: not one BEGIN/COMMIT.
+PG_RUN_STATEMENTS = 13
 PG_RUN_TRANSACTIONS = 0
 
 

@@ -16,15 +16,24 @@ from agora_agent.actors import Actor
 from agora_agent.governance.budgets import ALL, BudgetRule, UsageTotals
 from agora_agent.stores.sql import direct
 from agora_agent.stores.sql.tables import budget_rule, token_usage
-from agora_agent.stores.sql.units import Units, units_for
+from agora_agent.stores.sql.units import units_for
 
-__all__ = ["SqlBudgetRuleStore", "SqlUsageLedger", "ledger_totals", "rules_for_in", "rules_for_one"]
+__all__ = [
+    "RULES_FOR_CONDITION",
+    "SqlBudgetRuleStore",
+    "SqlUsageLedger",
+    "ledger_totals",
+    "rule_from_row",
+    "rules_for_in",
+    "rules_params",
+]
 
 _r = budget_rule.c
 _u = token_usage.c
 
 
-def _rule(row: Any) -> BudgetRule:
+def rule_from_row(row: Any) -> BudgetRule:
+    """An `agent_budget_rule` row as a `BudgetRule`."""
     return BudgetRule(
         scope="tenant" if row["scope"] == "tenant" else "actor",
         key=row["key"],
@@ -57,25 +66,20 @@ def _one(scope: str, key: str) -> Any:
 
 
 # Built once: every quota check runs it (an actor's own rule, its tenant's, and the `*` rules; one index read).
-_RULES_FOR = sa.select(budget_rule).where(
-    sa.or_(
-        sa.and_(_r.scope == "actor", _r.key.in_([sa.bindparam("_actor"), ALL])),
-        sa.and_(_r.scope == "tenant", _r.key.in_([sa.bindparam("_tenant"), ALL])),
-    )
+RULES_FOR_CONDITION = sa.or_(
+    sa.and_(_r.scope == "actor", _r.key.in_([sa.bindparam("_actor"), ALL])),
+    sa.and_(_r.scope == "tenant", _r.key.in_([sa.bindparam("_tenant"), ALL])),
 )
+_RULES_FOR = sa.select(budget_rule).where(RULES_FOR_CONDITION)
 
 
 def rules_for_in(conn: sa.Connection, actor: Actor) -> list[BudgetRule]:
     """`SqlBudgetRuleStore.rules_for` inside the caller's unit (the quota check reads rules and counters in one)."""
-    return [_rule(r) for r in direct.execute(conn, _RULES_FOR, _rules_params(actor)).rows]
+    return [rule_from_row(r) for r in direct.execute(conn, _RULES_FOR, rules_params(actor)).rows]
 
 
-async def rules_for_one(units: Units, actor: Actor) -> list[BudgetRule]:
-    """`SqlBudgetRuleStore.rules_for` as one statement of its own (`Units.one`)."""
-    return [_rule(r) for r in (await units.one(_RULES_FOR, _rules_params(actor), write=False)).rows]
-
-
-def _rules_params(actor: Actor) -> dict[str, Any]:
+def rules_params(actor: Actor) -> dict[str, Any]:
+    """The parameters of `RULES_FOR_CONDITION` for `actor`."""
     return {"_actor": actor.id, "_tenant": actor.tenant_ref or ALL}
 
 
@@ -89,12 +93,12 @@ class SqlBudgetRuleStore:
     async def list_rules(self) -> list[BudgetRule]:
         stmt = sa.select(budget_rule).order_by(_r.scope, _r.key)
         rows = await self._units.run(lambda conn: conn.execute(stmt).mappings().all(), write=False)
-        return [_rule(r) for r in rows]
+        return [rule_from_row(r) for r in rows]
 
     async def get(self, scope: str, key: str) -> BudgetRule | None:
         stmt = sa.select(budget_rule).where(_one(scope, key))
         row = await self._units.run(lambda conn: conn.execute(stmt).mappings().first(), write=False)
-        return _rule(row) if row is not None else None
+        return rule_from_row(row) if row is not None else None
 
     async def rules_for(self, actor: Actor) -> list[BudgetRule]:
         """The actor's own rule, its tenant's, and the `*` rules (one indexed read)."""
@@ -107,7 +111,7 @@ class SqlBudgetRuleStore:
                 conn.execute(sa.insert(budget_rule).values(_values(rule)))
                 return None
             conn.execute(sa.update(budget_rule).where(_one(rule.scope, rule.key)).values(_values(rule)))
-            return _rule(row)
+            return rule_from_row(row)
 
         return await self._units.run(unit, write=True)
 
@@ -116,7 +120,7 @@ class SqlBudgetRuleStore:
             row = conn.execute(sa.select(budget_rule).where(_one(scope, key))).mappings().first()
             if row is not None:
                 conn.execute(sa.delete(budget_rule).where(_one(scope, key)))
-            return _rule(row) if row is not None else None
+            return rule_from_row(row) if row is not None else None
 
         return await self._units.run(unit, write=True)
 

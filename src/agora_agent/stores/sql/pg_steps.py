@@ -14,13 +14,18 @@ only once (`ON CONFLICT (id) DO NOTHING`); the thread bump, the settle and the u
 that insert did. The statement returns whether the thread was live and whether the message was new, which
 is all the caller needs to raise `NotFoundError` or read the replayed message.
 
-The statements are built once per shape and reused as is, so SQLAlchemy's compiled cache and asyncpg's
-prepared-statement cache both hit.
+Reads of several tables (the quota check's rules and counters, `load_thread`'s thread, messages and tool
+calls) are ONE statement as well: each table's rows aggregated as a JSON array (`json_build_object` per
+row), read back by `json_rows` with the values the columns' types give.
+
+The statements are built once per shape and reused as is; they run on asyncpg directly (`direct.py`),
+compiled once, through asyncpg's prepared-statement cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -30,21 +35,29 @@ from sqlalchemy.dialects import postgresql as pg
 from agora_agent.stores.sql.rollup import usage_daily_params
 from agora_agent.stores.sql.tables import (
     MICROS_PER_DAY,
+    UtcMicros,
     budget_counter,
     budget_reservation,
+    budget_rule,
+    from_micros,
     message,
     run,
     run_daily,
     thread,
     token_usage,
+    tool_call,
     usage_daily,
 )
 
 __all__ = [
     "append_message_statement",
+    "counters_by_key",
+    "json_rows",
+    "load_thread_statement",
     "message_params",
     "model_step_params",
     "model_step_statement",
+    "quota_check_statement",
     "reserve_statement",
     "run_end_statement",
     "run_start_params",
@@ -339,3 +352,83 @@ def run_end_statement(changed: tuple[str, ...], titled: bool) -> sa.Executable:
         )
     writes += [ended, daily]
     return sa.select(sa.exists(sa.select(e.started_at)).label("ended")).add_cte(*writes)
+
+
+# -- reads of several tables as ONE statement: each table's rows as a JSON array ---------------------------------
+
+
+def _json_object(table: sa.Table) -> Any:
+    """A row of `table` as a JSON object keyed by column name (`json_build_object`; JSON columns nest as is)."""
+    pairs: list[Any] = [(sa.literal_column(f"'{c.name}'"), c) for c in table.columns]
+    return sa.func.json_build_object(*itertools.chain.from_iterable(pairs))
+
+
+def _json_array(table: sa.Table, *order_by: Any) -> Any:
+    row = _json_object(table)
+    return sa.func.json_agg(pg.aggregate_order_by(row, *order_by) if order_by else row)
+
+
+def json_rows(table: sa.Table, rows: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Rows of `table` read back from `_json_object`s, with the values their columns' types give: the
+    timestamps (BIGINT microseconds in JSON) as datetimes; everything else JSON returns as is (text,
+    numbers — float8 prints its shortest exact form —, booleans, and the JSON columns' values)."""
+    micros = [c.name for c in table.columns if isinstance(c.type, UtcMicros)]
+    for row in rows or ():
+        for name in micros:
+            if row[name] is not None:
+                row[name] = from_micros(row[name])
+    return list(rows or ())
+
+
+@cache
+def load_thread_statement(since: bool) -> sa.Executable:
+    """`load_thread` as ONE statement (one snapshot): the live thread row (`head`), its messages in order and
+    its tool calls, as JSON. With `since`: only the messages after the message `mid` and their tool calls,
+    and `anchored` — whether `mid` is still there (when not, the caller reads everything)."""
+    tid = sa.bindparam("tid", type_=thread.c.id.type)
+    m, t = message.c, tool_call.c
+    later: list[Any] = [m.thread_id == tid]
+    asked: list[Any] = [t.thread_id == tid]
+    extra: list[Any] = []
+    if since:
+        mid = sa.bindparam("mid", type_=m.id.type)
+        a = message.alias("anchor")
+        anchor = sa.select(a.c.seq).where(a.c.thread_id == tid, a.c.id == mid).scalar_subquery()
+        b = message.alias("asked")
+        later.append(m.seq > anchor)
+        asked.append(t.message_id.in_(sa.select(b.c.id).where(b.c.thread_id == tid, b.c.seq > anchor)))
+        extra.append(sa.exists(sa.select(a.c.seq).where(a.c.thread_id == tid, a.c.id == mid)).label("anchored"))
+    head = sa.select(_json_object(thread)).where(thread.c.id == tid, thread.c.deleted_at.is_(None))
+    messages = sa.select(_json_array(message, m.seq)).where(*later)
+    calls = sa.select(_json_array(tool_call, t.created_at, t.seq)).where(*asked)
+    return sa.select(
+        sa.type_coerce(head.scalar_subquery(), sa.JSON).label("head"),
+        sa.type_coerce(messages.scalar_subquery(), sa.JSON).label("messages"),
+        sa.type_coerce(calls.scalar_subquery(), sa.JSON).label("calls"),
+        *extra,
+    )
+
+
+@cache
+def quota_check_statement(rules_condition: Any) -> sa.Executable:
+    """The quota check's reads as ONE statement: the budget rules matching `rules_condition` (parameters
+    `_actor`, `_tenant`) and the counters of the actor (`_actor`) and its tenant (`_tenant`) in the periods
+    `_day` and `_month`, as JSON arrays (`rules`, `counters`)."""
+    c = budget_counter.c
+    counters = sa.select(_json_array(budget_counter)).where(
+        sa.or_(
+            sa.and_(c.scope == "actor", c.key == sa.bindparam("_actor", type_=c.key.type)),
+            sa.and_(c.scope == "tenant", c.key == sa.bindparam("_tenant", type_=c.key.type)),
+        ),
+        c.period.in_([sa.bindparam("_day", type_=c.period.type), sa.bindparam("_month", type_=c.period.type)]),
+    )
+    rules = sa.select(_json_array(budget_rule)).where(rules_condition)
+    return sa.select(
+        sa.type_coerce(rules.scalar_subquery(), sa.JSON).label("rules"),
+        sa.type_coerce(counters.scalar_subquery(), sa.JSON).label("counters"),
+    )
+
+
+def counters_by_key(rows: Sequence[Mapping[str, Any]] | None) -> dict[tuple[str, str, str], Mapping[str, Any]]:
+    """`quota_check_statement`'s counters by (scope, key, period)."""
+    return {(r["scope"], r["key"], r["period"]): r for r in rows or ()}

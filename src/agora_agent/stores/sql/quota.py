@@ -52,9 +52,16 @@ from agora_agent.governance.quota import (
     watch_rows,
 )
 from agora_agent.stores.sql import direct
-from agora_agent.stores.sql.budgets import SqlBudgetRuleStore, ledger_totals, rules_for_in, rules_for_one
-from agora_agent.stores.sql.pg_steps import reserve_statement
-from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation
+from agora_agent.stores.sql.budgets import (
+    RULES_FOR_CONDITION,
+    SqlBudgetRuleStore,
+    ledger_totals,
+    rule_from_row,
+    rules_for_in,
+    rules_params,
+)
+from agora_agent.stores.sql.pg_steps import counters_by_key, json_rows, quota_check_statement, reserve_statement
+from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation, budget_rule
 from agora_agent.stores.sql.units import units_for
 
 __all__ = ["SqlQuotaStore", "claim_won", "crossings_to_claim", "settle_reservation", "settled_counters"]
@@ -289,10 +296,8 @@ class SqlQuotaStore:
 
         Reads the rules again (an edit is effective at the next chat, whichever process made it); rules on
         this database are read in the same unit as the counters (one round trip)."""
-        if self._units.autocommit_reads and self._rules_here():  # PostgreSQL: each read on the driver
-            limits = effective_limits(self.budget, await rules_for_one(self._units, actor), actor)
-            self.limits.remember(actor, limits)
-            error = await self._first_refusal_one_by_one(limits, day)
+        if self._postgres and self._rules_here():  # rules and counters in ONE statement
+            limits, error = await self._check_statement(actor, day)
         elif self._rules_here():
 
             def read(conn: sa.Connection) -> tuple[tuple[Limit, ...], QuotaExceededError | None]:
@@ -312,19 +317,25 @@ class SqlQuotaStore:
     def _rules_here(self) -> bool:
         return isinstance(self.rules, SqlBudgetRuleStore) and self.shares_transactions_with(self.rules.engine)
 
-    async def _first_refusal_one_by_one(self, limits: Sequence[Limit], day: str) -> QuotaExceededError | None:
-        """`_first_refusal` with each counter read as its own statement (reads in autocommit)."""
+    async def _check_statement(self, actor: Actor, day: str) -> tuple[tuple[Limit, ...], QuotaExceededError | None]:
+        """PostgreSQL: the rules and the counters they may use read in ONE statement
+        (`pg_steps.quota_check_statement`); a counter not there yet is read from the ledger, as `_used` does."""
+        params = {**rules_params(actor), "_day": period_of("day", day), "_month": period_of("month", day)}
+        found = (await self._units.one(quota_check_statement(RULES_FOR_CONDITION), params, write=False)).one()
+        rules = [rule_from_row(r) for r in json_rows(budget_rule, found["rules"])]
+        limits = self.limits.remember(actor, effective_limits(self.budget, rules, actor))
+        counters = counters_by_key(found["counters"])
         for limit in limits:
             scope, key, period = limit.counter(day)
-            row = (await self._units.one(_COUNTER, _key(scope, key, period), write=False)).first()
+            row = counters.get((scope, key, period))
             if row is not None:
                 used = _counter_values(row)
             else:
                 used = await self._units.run(partial(_ledger_used, period=period, scope=scope, key=key), write=False)
             error = refusal(limit, day, *used)
             if error is not None:
-                return error
-        return None
+                return limits, error
+        return limits, None
 
     @staticmethod
     def _first_refusal(conn: sa.Connection, limits: Sequence[Limit], day: str) -> QuotaExceededError | None:

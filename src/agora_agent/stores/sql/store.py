@@ -422,8 +422,8 @@ class SqlAgentStore:
         COMMITTED each statement takes its own snapshot in a transaction or not, so they run in autocommit,
         each on the driver.
         """
-        if self._units.autocommit_reads:
-            head, messages, calls, complete = await self._load_statements(thread_id, after)
+        if self._postgres:
+            head, messages, calls, complete = await self._load_statement(thread_id, after)
         else:
             head, messages, calls, complete = await self._read(partial(_load_unit, thread_id, after))
         return ThreadHistory(
@@ -433,21 +433,17 @@ class SqlAgentStore:
             complete=complete,
         )
 
-    async def _load_statements(self, thread_id: str, after: str | None) -> _Loaded:
-        params: dict[str, Any] = {"tid": thread_id}
-        head = (await self._units.one(_THREAD, params, write=False)).first()
-        since = []
-        if after is not None:
-            since = (await self._units.one(_MESSAGES_FROM, {**params, "mid": after}, write=False)).rows
-        if not since or since[0]["id"] != after:
-            messages = (await self._units.one(_MESSAGES_OF, params, write=False)).rows
-            return head, messages, (await self._units.one(_TOOL_CALLS_OF, params, write=False)).rows, True
-        messages = since[1:]
-        asked = [m["id"] for m in messages if m["tool_calls"]]
-        if not asked:
-            return head, messages, [], False
-        calls = await self._read(lambda conn: _tool_calls_of_messages(conn, thread_id, asked))
-        return head, messages, calls, False
+    async def _load_statement(self, thread_id: str, after: str | None) -> _Loaded:
+        """PostgreSQL: `load_thread` as ONE statement (`pg_steps.load_thread_statement`), a second one only
+        when the `after` message is gone."""
+        since = after is not None
+        params: dict[str, Any] = {"tid": thread_id, "mid": after} if since else {"tid": thread_id}
+        found = (await self._units.one(pg_steps.load_thread_statement(since), params, write=False)).one()
+        if since and not found["anchored"]:
+            return await self._load_statement(thread_id, None)
+        heads = pg_steps.json_rows(thread, None if found["head"] is None else [found["head"]])
+        messages = pg_steps.json_rows(message, found["messages"])
+        return heads[0] if heads else None, messages, pg_steps.json_rows(tool_call, found["calls"]), not since
 
     # -- tool calls --
 

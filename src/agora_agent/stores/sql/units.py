@@ -50,12 +50,6 @@ class Units(Protocol):
 
     sync_engine: sa.Engine
 
-    @property
-    def autocommit_reads(self) -> bool:
-        """Whether every read runs in autocommit (PostgreSQL at READ COMMITTED): a unit of several reads then
-        has no snapshot of its own, and its statements may as well run one by one through `one`."""
-        ...
-
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T: ...
 
     async def one(self, stmt: Any, params: Mapping[str, Any], *, write: bool, keyed: bool = False) -> Result:
@@ -84,10 +78,6 @@ class AsyncUnits:
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if postgres else None
         self._idle: list[AsyncConnection] = []
         self._keep = _room_to_keep(engine.sync_engine.pool, self.KEEP) if postgres else 0
-
-    @property
-    def autocommit_reads(self) -> bool:
-        return self._autocommit is not None and self._reads_in_autocommit()
 
     def _reads_in_autocommit(self) -> bool:
         """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
@@ -198,7 +188,6 @@ class SqliteUnits:
     """
 
     CHECKPOINT_EVERY = 500
-    autocommit_reads = False
 
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
