@@ -76,6 +76,13 @@ class Compiled:
     types: tuple[Any, ...]
     returns_rows: bool
     results: tuple[_Processor, ...] | None = None
+    # derived: every parameter is the caller's (no bound literal), and the positions that have a processor
+    plain: bool = False
+    processed: tuple[tuple[int, Callable[[Any], Any]], ...] = ()
+
+    def __post_init__(self) -> None:
+        self.plain = all(d is _REQUIRED for d in self.defaults)
+        self.processed = tuple((i, p) for i, p in enumerate(self.binds) if p is not None)
 
     def typed(self, dialect: Dialect, oids: Sequence[Any]) -> None:
         """The result processors for the driver's column types `oids` (None for each: not needed)."""
@@ -83,11 +90,16 @@ class Compiled:
 
     def args(self, params: Mapping[str, Any]) -> list[Any]:
         """The positional driver parameters for `params` (bind processors applied, as SQLAlchemy does)."""
-        out = []
-        for name, default, process in zip(self.names, self.defaults, self.binds, strict=True):
-            value = params[name] if default is _REQUIRED else params.get(name, default)
+        if self.plain:
+            out = [params[name] for name in self.names]
+        else:
+            out = [
+                params[name] if default is _REQUIRED else params.get(name, default)
+                for name, default in zip(self.names, self.defaults, strict=True)
+            ]
+        for i, process in self.processed:
             # None too, as SQLAlchemy does: a JSON column stores Python None as JSON null, not SQL NULL
-            out.append(value if process is None else process(value))
+            out[i] = process(out[i])
         return out
 
     def rows(self, raw: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:

@@ -124,13 +124,22 @@ def create_engine_from_url(url: str | URL, **kwargs: Any) -> AsyncEngine:
     return engine
 
 
+def _has_nul(values: Any) -> bool:
+    # A plain loop, half the cost of any(<generator>): it runs for every statement on PostgreSQL, over every
+    # parameter (dozens for a model step).
+    for v in values:  # noqa: SIM110
+        if isinstance(v, str) and "\x00" in v:
+            return True
+    return False
+
+
 def _without_nul(row: Any) -> Any:
     if isinstance(row, dict):
-        if not any(isinstance(v, str) and "\x00" in v for v in row.values()):
+        if not _has_nul(row.values()):
             return row
         return {k: v.replace("\x00", "\ufffd") if isinstance(v, str) else v for k, v in row.items()}
     if isinstance(row, tuple | list):
-        if not any(isinstance(v, str) and "\x00" in v for v in row):
+        if not _has_nul(row):
             return row
         return type(row)(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
     return row

@@ -64,10 +64,10 @@ class SqlLeaseStore:
         await self._one_statement(sa.delete(process).where(process.c.id == owner_id))
 
     async def claim_run(self, run_id: str, owner_id: str) -> None:
-        """Record the owner of a run started here (idempotent)."""
-        await self._one_statement(
-            self._claim, {"run_id": run_id, "owner_id": owner_id, "claimed_at": datetime.now(UTC)}
-        )
+        """Record the owner of a run started here (idempotent). On the path to a chat's first byte: one
+        statement on the driver (`Units.one`, compiled once)."""
+        params = {"run_id": run_id, "owner_id": owner_id, "claimed_at": datetime.now(UTC)}
+        await self._units.one(self._claim, params, write=True)
 
     async def take_over(self, run_id: str, owner_id: str, previous: str | None) -> bool:
         """Compare-and-set the owner: True only for the one process that moved it from `previous`."""
