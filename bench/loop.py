@@ -14,6 +14,10 @@ round, and the printed figure is the median over rounds with the min–max sprea
 Thread growth: a chat on a thread that already holds 500 prior turns (each: user message, an assistant
 tool call with its executed result, the final answer) ÷ a chat on a thread with 1 prior turn.
 
+Each row also shows this process's CPU per model step and its ratio (a database server's own CPU and its
+WAL flushes are not in it): on a loaded machine the wall-time ratio of a PostgreSQL row mostly measures the
+server's queue, the CPU ratio what our client costs.
+
 Statement counts: SQLAlchemy events count the statements, transactions (BEGIN … COMMIT; a statement in
 autocommit has none) and write transactions of one run; on SQLite the round trips to aiosqlite's worker
 thread, on PostgreSQL the round trips to the server.
@@ -263,13 +267,21 @@ async def count_one_run(ours: Ours) -> SqlCounts:
 Case = Callable[[], Awaitable[None]]
 
 
-async def timed(case: Case, runs: int, steps: int) -> float:
-    """Median seconds per model step over `runs` runs."""
+CPU: dict[str, list[float]] = {}
+"""Per case, this process's CPU seconds per model step in each round (all its threads; a database server's
+own CPU is not in it): what the client costs, which a busy machine inflates far less than wall time."""
+
+
+async def timed(case: Case, runs: int, steps: int, name: str | None = None) -> float:
+    """Median seconds per model step over `runs` runs (and the round's CPU per step kept in `CPU[name]`)."""
     samples = []
+    c0 = time.process_time()
     for _ in range(runs):
         t0 = time.perf_counter()
         await case()
         samples.append((time.perf_counter() - t0) / (steps + 1))
+    if name is not None:
+        CPU.setdefault(name, []).append((time.process_time() - c0) / (runs * (steps + 1)))
     return statistics.median(samples)
 
 
@@ -389,16 +401,18 @@ async def measure_all(
     for r in range(args.rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for n in order:
-            per_round[n].append(await timed(cases[n], args.runs, steps))
+            per_round[n].append(await timed(cases[n], args.runs, steps, n))
 
     def ratio_row(label: str, num: str, den: str, target: str) -> None:
         if num not in per_round or den not in per_round:
             return
         ratios = [a / b for a, b in zip(per_round[num], per_round[den], strict=True)]
         med_num = statistics.median(per_round[num]) * 1e3
+        cpu = statistics.median(CPU[num]) * 1e3
+        cpu_ratio = statistics.median(a / b for a, b in zip(CPU[num], CPU[den], strict=True))
         print(
             f"  {label:<52} {statistics.median(ratios):7.3f}×  [{min(ratios):.3f}–{max(ratios):.3f}]"
-            f"  ({med_num:7.3f} ms/step)  target {target}"
+            f"  ({med_num:7.3f} ms/step; CPU {cpu:.3f} ms/step, {cpu_ratio:.3f}×)  target {target}"
         )
 
     print(
@@ -408,7 +422,8 @@ async def measure_all(
     for n in names:
         if n.startswith("pai"):
             ms = statistics.median(per_round[n]) * 1e3
-            print(f"  Pydantic AI Agent+FunctionModel, {n[4:]} tool: {ms:.3f} ms/step")
+            cpu = statistics.median(CPU[n]) * 1e3
+            print(f"  Pydantic AI Agent+FunctionModel, {n[4:]} tool: {ms:.3f} ms/step (CPU {cpu:.3f} ms/step)")
     for sync in ("sync", "async"):
         ratio_row(f"memory store ÷ Pydantic AI ({sync} tool)", f"memory {sync}", f"pai {sync}", "≤ 0.03")
     ratio_row("memory store ÷ Pydantic AI (sync, blocking=False)", "memory sync inline", "pai sync", "≤ 0.03")
