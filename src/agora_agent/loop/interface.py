@@ -35,6 +35,7 @@ __all__ = [
     "PendingApproval",
     "Redactor",
     "RunInput",
+    "effect",
 ]
 
 T = TypeVar("T")
@@ -117,6 +118,24 @@ class LoopHooks(Protocol):
     # Optional: `async def tool_attempt(self, tool_call_id: str) -> int`, called inside a tool's step
     # before the tool runs — which attempt this is (> 1 when a durable recovery re-runs an interrupted
     # tool). Hooks without it run every tool as attempt 1.
+    # Optional: `async def effect(self, name: str, fn: Callable[[], Awaitable[object]]) -> None` — see
+    # `effect` below. Hooks without it run effects as steps.
+
+
+async def effect(hooks: LoopHooks, name: str, fn: Callable[[], Awaitable[object]]) -> None:
+    """Run a write whose result the loop does not need and which is safe to run twice (written once by a
+    deterministic id, or setting the same values again), such as the `persist:*` audit and message writes.
+
+    Such a write needs no checkpoint of its own: a durable runner skips it on replay when a later step is
+    recorded (it committed before that step began) and runs it again otherwise, so a run pays one
+    checkpoint per model call and per tool, not one per write. The name keeps its place in the step order
+    (a failed write is checkpointed under it, so a replay fails the same way). Hooks without an `effect`
+    method run it as a step."""
+    run_effect = getattr(hooks, "effect", None)
+    if run_effect is None:
+        await hooks.step(name, fn)
+    else:
+        await run_effect(name, fn)
 
 
 @dataclass(kw_only=True)

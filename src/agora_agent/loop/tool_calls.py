@@ -18,7 +18,7 @@ from agora_agent.errors import ConflictError, ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
-from agora_agent.loop.interface import ApprovalDecision, PendingApproval
+from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.stores.base import AgentStore, ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
@@ -128,14 +128,15 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
             with deps.telemetry.tool_span(run, call, kind=kind, decision=decision, status="failed"):
                 await _record_once(deps.store, refused)
 
-        await hooks.step(f"persist:toolfail:{call.id}", refuse)
+        await effect(hooks, f"persist:toolfail:{call.id}", refuse)
         return await _failed(state, call, kind, message, input=call.input)
 
     if kind == "agent":
         return await _delegate(state, call, authorized, base_record)
     if kind == "action":
         return await _run_action(state, call, authorized, ctx, base_record)
-    await hooks.step(
+    await effect(
+        hooks,
         f"persist:toolcall:{call.id}",
         lambda: _record_once(deps.store, base_record("started", policy_decision="allowed")),
     )
@@ -178,7 +179,14 @@ def _tool_step(
     session = ctx._ui if isinstance(ctx._ui, UiSession) else None
 
     async def tool_step() -> dict[str, Any]:
-        # Errors become data inside the step, so a durable replay memoizes failures too.
+        # Errors become data inside the step, so a durable replay memoizes failures too. The execution
+        # time is part of the result: a write redone after a recovery records the real one, not the replay's.
+        started = time.perf_counter()
+        outcome = await run_tool()
+        outcome["ms"] = int((time.perf_counter() - started) * 1000)
+        return outcome
+
+    async def run_tool() -> dict[str, Any]:
         attempt_of = getattr(hooks, "tool_attempt", None)  # optional hook (see LoopHooks)
         if attempt_of is not None:
             ctx.attempt = await attempt_of(call.id)
@@ -211,7 +219,6 @@ async def _execute(
     decided_by: str | None,
 ) -> ToolResult:
     deps, run, hooks = state.deps, state.run, state.hooks
-    started = time.perf_counter()
     outcome: dict[str, Any] = {}
     tool_step = _tool_step(state, call, authorized, ctx)
     try:
@@ -232,10 +239,11 @@ async def _execute(
             run.run_id, call.id, ToolCallPatch(status="failed", error="run cancelled during execution")
         )
         raise
-    elapsed_ms = int((time.perf_counter() - started) * 1000)
+    elapsed_ms = int(outcome.get("ms", 0))
     if "error" in outcome:
         error = str(outcome["error"])
-        await hooks.step(
+        await effect(
+            hooks,
             f"persist:toolfail:{call.id}",
             lambda: deps.store.update_tool_call(
                 run.run_id,
@@ -246,7 +254,8 @@ async def _execute(
         return await _failed(state, call, kind, error)
     output = outcome["output"]
     components = outcome.get("components") or None
-    await hooks.step(
+    await effect(
+        hooks,
         f"persist:toolexec:{call.id}",
         lambda: deps.store.update_tool_call(
             run.run_id,
@@ -294,7 +303,7 @@ async def _run_action(
             ),
         )
 
-    await hooks.step(f"persist:toolcall:{call.id}", park)
+    await effect(hooks, f"persist:toolcall:{call.id}", park)
     await _frame(state, call, "action", "pending_approval", input=authorized.args)
     decision = await deps.telemetry.await_approval(
         run,
@@ -320,7 +329,8 @@ async def _run_action(
             raise ToolError(call.name, f'Tool "{call.name}": arguments changed after approval; refusing to execute')
     except ToolError as exc:
         message = str(exc)
-        await hooks.step(
+        await effect(
+            hooks,
             f"persist:toolfail:{call.id}",
             lambda: deps.store.update_tool_call(
                 run.run_id, call.id, ToolCallPatch(status="failed", error=message, decided_by=decision.decided_by)
@@ -329,7 +339,8 @@ async def _run_action(
         return await _failed(state, call, "action", message)
     # The audit row says `started` before the side effect can happen: a crash from here on is recovered
     # as `unknown_after_crash` (the action may or may not have run), never as `expired`.
-    await hooks.step(
+    await effect(
+        hooks,
         f"persist:toolstart:{call.id}",
         lambda: deps.store.update_tool_call(
             run.run_id, call.id, ToolCallPatch(status="started", decided_by=decision.decided_by)
@@ -344,7 +355,8 @@ async def _not_approved(state: RunState, call: ToolCall, decision: ApprovalDecis
     deps, run, hooks = state.deps, state.run, state.hooks
     reason = decision.reason or ("approval expired" if decision.status == "expired" else "rejected by user")
     status: Literal["rejected", "expired"] = "expired" if decision.status == "expired" else "rejected"
-    await hooks.step(
+    await effect(
+        hooks,
         f"persist:toolreject:{call.id}",
         lambda: deps.store.update_tool_call(
             run.run_id, call.id, ToolCallPatch(status=status, error=reason, decided_by=decision.decided_by)
@@ -366,12 +378,14 @@ async def _delegate(
     task = str(authorized.args.get("task", ""))
     if run.depth >= deps.max_delegation_depth:
         message = f'Tool "{call.name}": delegation depth limit of {deps.max_delegation_depth} reached; answer directly'
-        await hooks.step(
+        await effect(
+            hooks,
             f"persist:toolfail:{call.id}",
             lambda: _record_once(deps.store, base_record("failed", error=message, policy_decision="depth_limit")),
         )
         return await _failed(state, call, "agent", message)
-    await hooks.step(
+    await effect(
+        hooks,
         f"persist:toolcall:{call.id}",
         lambda: _record_once(deps.store, base_record("started", policy_decision="allowed")),
     )
@@ -386,14 +400,16 @@ async def _delegate(
                 span.set_attribute("agora.tool.status", "executed")
     except Exception as exc:
         message = f'Delegation to "{target}" failed: {exc}'
-        await hooks.step(
+        await effect(
+            hooks,
             f"persist:toolfail:{call.id}",
             lambda: deps.store.update_tool_call(run.run_id, call.id, ToolCallPatch(status="failed", error=message)),
         )
         return await _failed(state, call, "agent", message)
     output = {"text": text}
     elapsed_ms = int((time.perf_counter() - started) * 1000)
-    await hooks.step(
+    await effect(
+        hooks,
         f"persist:toolexec:{call.id}",
         lambda: deps.store.update_tool_call(
             run.run_id,

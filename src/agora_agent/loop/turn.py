@@ -29,7 +29,7 @@ from agora_agent.governance.pricing import estimate_cost
 from agora_agent.governance.quota import Reservation
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
-from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
+from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect
 from agora_agent.loop.tool_calls import handle_tool_call
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
@@ -79,7 +79,8 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
         quota = deps.quota
         await hooks.step("quota:check", lambda: quota.check(run.actor, run.day))
 
-    await hooks.step(
+    await effect(
+        hooks,
         "persist:user",
         lambda: store.append_message(
             thread_id=run.thread_id,
@@ -88,7 +89,7 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
             run_id=run.run_id,
             persona=persona.id if persona else None,
             attachments=list(run.attachments) or None,
-            message_id=step_id(f"{run.run_id}/user"),  # a replayed step writes it once
+            message_id=step_id(f"{run.run_id}/user"),  # a write run twice writes it once
         ),
     )
     thread_title, history = await hooks.step("load:thread", lambda: load_history(store, run.thread_id, deps.history))
@@ -154,18 +155,20 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         if cost is not None:
             known_cost = (known_cost or 0.0) + cost
         step = _model_step_record(state, i, turn, model_id, cost, reservation, latency_ms)
-        assistant = await hooks.step(f"persist:assistant:{i}", partial(store.record_model_step, step))
+        # Written once by its deterministic id: an effect, not a checkpoint (the loop needs only the id).
+        await effect(hooks, f"persist:assistant:{i}", partial(store.record_model_step, step))
         if reservation is not None and reservation.watch:
             await _thresholds(state, reservation)
         messages.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
             break
-        results = [await handle_tool_call(state, call, assistant.id) for call in turn.tool_calls]
+        results = [await handle_tool_call(state, call, step.message_id) for call in turn.tool_calls]
         messages.append(ModelMessage(role="tool", tool_results=tuple(results)))
     # ARCH-LOOP-18: max_steps exhausted while the model still asks for tools ends the run quietly.
 
     title = derive_title(run.user_text) if thread_title in ("", "New chat") else None
-    await hooks.step(
+    await effect(
+        hooks,
         "persist:run:end",
         lambda: store.record_run_end(
             run.run_id,

@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import random
 import sqlite3
 import time
 import uuid
@@ -77,8 +78,7 @@ DepsFactory = Callable[[str], LoopDeps]
 NESTED_DECLINE_REASON = "nested sub-agent cannot request human approval"
 CANCELLED_REASON = "the run was cancelled"
 TERMINAL = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
-NO_DEADLINE_WAIT = 24 * 3600.0  # an approval without a deadline: its row is re-checked (see RECHECK_CAP)
-RECHECK_CAP = 300.0  # a parked run re-reads its approval row at least this often (a lost wake-up)
+NO_DEADLINE_WAIT = 24 * 3600.0  # an approval without a deadline: its row is re-checked once a day
 PREEMPTIBLE_PREFIXES = ("llm:", "tool:")  # a cancel interrupts these in flight (notes exp g)
 QUEUE = "agora-runs"
 QUEUED = ComponentFrame(name="agora.status", data={"status": "queued"})
@@ -129,7 +129,7 @@ class _Execution:
     """One execution of one run's workflow (a recovery is a new execution of the same workflow)."""
 
     run: RunInput
-    recorded: int  # how many of our steps this workflow had checkpointed when this execution began
+    names: list[str]  # our steps this workflow had checkpointed when this execution began, in order
     nested: bool = False
     calls: int = 0
     seq: int = 0
@@ -137,6 +137,10 @@ class _Execution:
     capture: list[list[Any]] | None = None  # frames written inside the step now running
     delegations: int = 0
     rewoken: set[str] = field(default_factory=set)  # approvals this execution re-sent its wake-up for
+
+    @property
+    def recorded(self) -> int:
+        return len(self.names)
 
     @property
     def replaying(self) -> bool:
@@ -226,6 +230,29 @@ class _Hooks:
             raise failure if failure is not None else _rebuild_error(out["e"])
         return decode(out.get("v"))  # type: ignore[no-any-return]
 
+    async def effect(self, name: str, fn: Callable[[], Awaitable[object]]) -> None:
+        """A write that is safe to run twice and whose result the loop does not need (`loop.effect`).
+
+        No checkpoint of its own — a DBOS step costs two system-database transactions, the write one
+        statement. While replaying (a later step of ours is recorded) it committed before that step began:
+        skipped. Otherwise it runs, and again after a recovery that resumes before the next step — which
+        is why it must be idempotent. A failed write IS checkpointed, under its name, so a replay fails
+        the same way instead of taking another path."""
+        ex = self._ex
+        if ex.replaying:
+            if ex.names[ex.calls] == name:  # it failed the first time: replay its recorded failure
+                await self.step(name, fn)
+            return
+        try:
+            await fn()
+        except Exception as exc:
+            failure = exc
+
+            async def fail() -> None:
+                raise failure
+
+            await self.step(name, fail)
+
     async def open_sink(self) -> _Writer:
         return self.writer
 
@@ -299,10 +326,16 @@ class _Hooks:
                 # sending its wake-up. Sending it again is harmless (same idempotency key: DBOS keeps one).
                 self._ex.rewoken.add(call_id)
                 await _detached(self._runner.rewake(run_id, call_id))
-            # Re-check the row now and then even without a message (1 s, 2 s, 4 s … at most 5 min): a
-            # wake-up lost with a process that died between deciding and sending costs minutes, not the deadline.
-            wait = min(float(state["wait"]), RECHECK_CAP, 2.0**n)
-            woken = await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=wait)
+            # One wait to the deadline: no checkpoint while parked. A wake-up lost with a process that died
+            # between deciding and sending is re-sent by this process's sweep of the approvals parked here
+            # (`DurableConfig.approval_recheck`, ~30 s); a dropped NOTIFY is caught by DBOS's own re-read of
+            # the message table (60 s).
+            parked = (run_id, call_id)
+            self._runner.parked.add(parked)
+            try:
+                woken = await DBOS.recv_async(topic=f"approval:{call_id}", timeout_seconds=float(state["wait"]))
+            finally:
+                self._runner.parked.discard(parked)
             if isinstance(woken, dict) and woken.get("status") in ("approved", "rejected", "expired"):
                 return ApprovalDecision(status=woken["status"], decided_by=woken.get("by"), reason=woken.get("reason"))
             n += 1
@@ -339,6 +372,9 @@ class DurableRunner:
         self.identity: Any = None
         self.lease_ttl = config.failover_after
         self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self.parked: set[tuple[str, str]] = set()  # (run id, tool call id) waiting for a decision here
+        self._sweeper: asyncio.Task[None] | None = None
+        self._began: dict[str, asyncio.Event] = {}  # `wait` callers of runs not (yet) executing here
         self._recorded: set[str] = set()  # run rows start_recorded wrote whose workflow has not begun here
         self._workflow: Callable[[dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]] | None = None
         self._launched = False
@@ -385,6 +421,7 @@ class DurableRunner:
             on_conflict="always_update",
         )
         await self._close_exhausted_runs()
+        self._sweeper = asyncio.create_task(self._sweep_parked())
 
     async def ready(self) -> bool:
         """Launched, and the system database answers (readiness)."""
@@ -401,6 +438,9 @@ class DurableRunner:
         """Stop the engine. Runs in flight stay PENDING in the system database and resume on restart."""
         global _active
         self._closing = True  # runs stopped by a shutdown stay `running`: the next launch resumes them
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         for task in list(self._tasks.values()):
             task.cancel()
         if self._launched:
@@ -571,13 +611,16 @@ class DurableRunner:
         if "row" in payload:
             await self._ensure_row(run_id, payload["row"])
         if not nested:  # a first execution here sees every frame from frame 1
-            self.live.open(run_id, whole=recorded == 0)
+            self.live.open(run_id, whole=not recorded)
             await self._claim(run_id)
-        ex = _Execution(run=run, recorded=recorded, nested=nested)
+        ex = _Execution(run=run, names=recorded, nested=nested)
         hooks = _Hooks(self, ex)
         task = asyncio.current_task()
         if task is not None:
             self._tasks[run_id] = task
+            began = self._began.get(run_id)
+            if began is not None:
+                began.set()
         status = "completed"
         text = ""
         try:
@@ -697,7 +740,9 @@ class DurableRunner:
             await self.store.decide_approval(
                 run_id, tool_call_id, status=decision.status, decided_by=decision.decided_by, reason=decision.reason
             )
-        record = await self.store.get_approval(run_id, tool_call_id)
+        await self._wake(run_id, tool_call_id, await self.store.get_approval(run_id, tool_call_id))
+
+    async def _wake(self, run_id: str, tool_call_id: str, record: ApprovalRecord | None) -> None:
         message: dict[str, Any] = {"decided": True}
         if record is not None and record.status != "pending":
             # The decision rides on the wake-up (the row stays the authority: it was decided first, by
@@ -716,7 +761,17 @@ class DurableRunner:
         with contextlib.suppress(Exception):
             record = await self.store.get_approval(run_id, tool_call_id)
             if record is not None and record.status != "pending":
-                await self.signal(run_id, tool_call_id)
+                await self._wake(run_id, tool_call_id, record)
+
+    async def _sweep_parked(self) -> None:
+        """Every `approval_recheck` seconds (±20 %), re-send the wake-up of the approvals parked in this
+        process whose row is decided: the process that decided one may have died before sending it. One
+        row read per parked run per sweep, no checkpoint; a lost wake-up costs at most one interval."""
+        interval = self.config.approval_recheck
+        while True:
+            await asyncio.sleep(interval * random.uniform(0.8, 1.2))
+            for run_id, call_id in list(self.parked):
+                await self.rewake(run_id, call_id)
 
     async def cancel(self, run_id: str) -> bool:
         """End the run `cancelled`, close its pending approvals (a late decision is a 409), and cancel its
@@ -751,14 +806,19 @@ class DurableRunner:
         """Wait until the run's workflow is terminal (in any process)."""
 
         async def poll() -> None:
-            task = self._tasks.get(run_id)
-            if task is not None:  # executing here: no need to poll for its end
-                await asyncio.wait([task])
             while True:
+                task = self._tasks.get(run_id)
+                if task is not None:  # executing here: no need to poll for its end
+                    await asyncio.wait([task])
                 status = await DBOS.get_workflow_status_async(run_id)
                 if status is None or status.status in TERMINAL:
                     return
-                await asyncio.sleep(0.05)
+                # Queued, or executing elsewhere: poll, but wake at once when it begins here.
+                began = self._began.setdefault(run_id, asyncio.Event())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(began.wait(), 0.05)
+                if began.is_set():
+                    self._began.pop(run_id, None)
 
         await asyncio.wait_for(_detached(poll()), timeout)
 
@@ -846,9 +906,9 @@ class DurableRunner:
                 entries.extend(output["f"])
         return entries
 
-    async def _recorded_steps(self, run_id: str) -> int:
+    async def _recorded_steps(self, run_id: str) -> list[str]:
         steps = await _detached(DBOS.list_workflow_steps_async(run_id))
-        return len([s for s in steps if _is_ours(s.get("output"), s.get("child_workflow_id"))])
+        return [str(s["function_name"]) for s in steps if _is_ours(s.get("output"), s.get("child_workflow_id"))]
 
 
 def _is_ours(output: Any, child_workflow_id: str | None) -> bool:

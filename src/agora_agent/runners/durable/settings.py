@@ -9,10 +9,11 @@ from typing import Literal
 
 __all__ = ["DEFAULT_APPLICATION_VERSION", "DurableConfig"]
 
-DEFAULT_APPLICATION_VERSION = "agora-1"
+DEFAULT_APPLICATION_VERSION = "agora-2"
 """Bump it deliberately when a change to the loop's step order would break the replay of runs in flight
 (docs/durable.md, "Rolling upgrades"). It is explicit because DBOS's default is a hash of the source code,
-which strands every in-flight run after any edit (notes P1)."""
+which strands every in-flight run after any edit (notes P1). agora-2: the `persist:*` writes are no
+longer DBOS steps (`loop.effect`), so an agora-1 run cannot be replayed by this code."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,6 +34,9 @@ class DurableConfig:
     - `tenant_concurrency`: optional cap of in-flight runs per tenant across all processes, so one tenant
       cannot take every worker (runs without a tenant share one partition).
     - `failover_after`: seconds without a heartbeat after which another process resumes a process's runs.
+    - `approval_recheck`: how often (seconds, ±20 %) a process re-reads the rows of the approvals parked in
+      it, so a decision whose wake-up was lost (its process died between deciding and sending) is acted
+      on within about this long — one row read per parked run per interval, no checkpoint.
     - `checkpoint_commit`: `"sync"` (default) waits for each checkpoint to reach the PostgreSQL WAL on
       disk; `"async"` does not (`synchronous_commit=off` on the system database's connections only),
       which halves the cost of a step on a slow disk. A crash of the *application* loses nothing either
@@ -49,6 +53,7 @@ class DurableConfig:
     worker_concurrency: int = 100
     tenant_concurrency: int | None = None
     failover_after: float = 15.0
+    approval_recheck: float = 30.0
     checkpoint_commit: Literal["sync", "async"] = "sync"
     name: str = "agora-agent"
 
