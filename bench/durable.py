@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import socket
@@ -247,8 +248,8 @@ def approve_resume(store: str, approvals: int, workdir: Path) -> list[float]:
             ):
                 run_id = ""
                 for line in response.iter_lines():
-                    if '"runId"' in line:
-                        run_id = line.split('"runId":"')[1].split('"')[0]
+                    if line.startswith("data: ") and '"runId"' in line:
+                        run_id = json.loads(line[6:])["runId"]
                     if "pending_approval" in line:
                         break
             # Approve on the process that does NOT execute the run (any process may have dequeued it).

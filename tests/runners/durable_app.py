@@ -3,7 +3,7 @@
 Environment: AGORA_TEST_STORE (SQLite/PostgreSQL URL), AGORA_TEST_REDIS_PREFIX (stream through Redis
 under this key prefix), AGORA_TEST_FAILOVER_AFTER (`DurableConfig.failover_after`), AGORA_TEST_LEDGER
 (a directory the tools write their side effects to, one file per effect, named by idempotency key and
-attempt), AGORA_EXECUTOR_ID.
+attempt), AGORA_EXECUTOR_ID. Each process also logs the lifecycle events it emits (`events-<pid>.log`).
 Markers in the ledger directory tell the test where a run is, so it can kill the process there.
 """
 
@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from agora_agent import AgentConfig, AgentService, HeaderActorResolver, ToolContext, tool
 from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from agora_agent.models.base import TextCallback
+from agora_agent.observability.events import AgentEvent
 from agora_agent.runners.durable import DurableConfig
 from agora_agent.web import agent_router
 
@@ -70,6 +71,12 @@ def pay(amount: int, ctx: ToolContext) -> str:
     return f"paid {amount}"
 
 
+def record_event(event: AgentEvent) -> None:
+    """Every lifecycle event this process emits, one line each: `<kind> <run id>` (events-<pid>.log)."""
+    with (LEDGER / f"events-{os.getpid()}.log").open("a") as log:
+        log.write(f"{event.kind} {event.run_id}\n")
+
+
 def create_app() -> FastAPI:
     sink = None
     if os.environ.get("AGORA_TEST_REDIS_PREFIX"):
@@ -82,6 +89,7 @@ def create_app() -> FastAPI:
         tools=[slow_write, pay],
         store=os.environ["AGORA_TEST_STORE"],
         actor_resolver=HeaderActorResolver(),
+        on_event=record_event,
         durable=DurableConfig(
             executor_id=os.environ.get("AGORA_EXECUTOR_ID", "kill-test"),
             failover_after=float(os.environ.get("AGORA_TEST_FAILOVER_AFTER", "15")),

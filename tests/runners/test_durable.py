@@ -8,6 +8,7 @@ test_durable_kill.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 import sys
@@ -267,6 +268,45 @@ async def test_a_graceful_shutdown_leaves_runs_running_and_the_next_start_resume
         run = await second.wait_for_run(OBSERVER, started.run_id, timeout=20)
         assert run.status == "completed"
         assert effects == [f"{started.run_id}:call-1-pay#1"]
+
+
+async def test_a_run_recorded_with_every_write_as_a_step_is_resumed_by_this_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upgrade path from agora-1 (every `persist:*` write was a DBOS step) to agora-2 (they are effects):
+    a run parked by the old step shape is replayed and finished by this code, run with the old version
+    (docs/durable.md, "Rolling upgrades")."""
+    from agora_agent.runners.durable import runner
+
+    def old(tmp: Path) -> AgentConfig:
+        cfg = config(tmp, FakeModel(pay_script()))
+        return dataclasses.replace(
+            cfg, durable=DurableConfig(executor_id="durable-test", application_version="agora-1")
+        )
+
+    with monkeypatch.context() as patched:
+        patched.delattr(runner._Hooks, "effect")  # agora-1: effects run as steps
+        async with AgentService.from_config(old(tmp_path)) as first:
+            started = await first.chat(ALICE, "pay order 7")
+            pending = await wait_for_tool_status(first, started.run_id)
+    async with AgentService.from_config(old(tmp_path)) as second:
+        await second.approve(ALICE, started.run_id, pending.tool_call_id)
+        run = await second.wait_for_run(OBSERVER, started.run_id, timeout=20)
+        assert run.status == "completed"
+        replayed = await events_of(second, started.run_id)
+        assert [e.id for e in replayed] == list(range(1, len(replayed) + 1))  # numbered on: no gap, no repeat
+        assert "".join(e.frame.delta for e in replayed if isinstance(e.frame, TextFrame)) == "checking paying all done"
+    with closing(sqlite3.connect(tmp_path / "agent.db.dbos.sqlite")) as conn:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT function_name FROM operation_outputs WHERE workflow_uuid = ? ORDER BY function_id",
+                (started.run_id,),
+            )
+        ]
+    assert "persist:toolcall:call-1-pay" in names  # recorded by the old shape, replayed by the new
+    assert "persist:toolexec:call-1-pay" not in names  # written by the new shape: an effect
+    assert effects == [f"{started.run_id}:call-1-pay#1"]
 
 
 async def test_fifty_concurrent_durable_runs_overshoot_the_budget_by_at_most_one_reservation(tmp_path: Path) -> None:

@@ -137,7 +137,8 @@ def test_kill_a_mid_run_and_b_finishes_it(
     on_a: Callable[[str, Callable[[str], bool]], tuple[AppProcess, AppProcess, str]], shared_env: dict[str, str]
 ) -> None:
     """Failover with the default settings: A is SIGKILLed inside a tool; B (alive, heartbeating) sees A's
-    lease lapse, resumes the run from its last checkpoint and re-runs the tool once (attempt 2)."""
+    lease lapse, resumes the run from its last checkpoint and re-runs the tool once (attempt 2). The
+    run's lifecycle events fire once: `run.started` from A only, `run.finished` from B."""
     url, ledger = shared_env["AGORA_TEST_STORE"], Path(shared_env["AGORA_TEST_LEDGER"])
     a, b, run_id = on_a("run the tool", lambda _run: (ledger / "tool-attempt-1").exists())
     a.kill()
@@ -154,6 +155,23 @@ def test_kill_a_mid_run_and_b_finishes_it(
     assert tool_statuses(events) == ["started", "executed"]  # "started" was A's, "executed" B's
     assert text_of(events) == "finished"
     assert executor_of(url, run_id) == "proc-b"
+    assert a.process is not None and b.process is not None
+    emitted = events_of_run(ledger, run_id)  # run-level events once per run, though two processes ran it
+    assert emitted["run.started"] == {a.process.pid: 1}  # B's replay did not start the run again
+    assert emitted["run.finished"] == {b.process.pid: 1}
+
+
+def events_of_run(ledger: Path, run_id: str) -> dict[str, dict[int, int]]:
+    """{event kind: {pid: how many}} of one run, from the processes' event logs (tests/runners/durable_app.py)."""
+    out: dict[str, dict[int, int]] = {}
+    for log in ledger.glob("events-*.log"):
+        pid = int(log.stem.split("-", 1)[1])
+        for line in log.read_text().splitlines():
+            kind, _, rid = line.partition(" ")
+            if rid == run_id:
+                out.setdefault(kind, {}).setdefault(pid, 0)
+                out[kind][pid] += 1
+    return out
 
 
 def test_cancel_on_b_a_run_parked_on_a(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import random
 import sqlite3
@@ -45,6 +46,7 @@ from agora_agent.errors import (
 )
 from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
 from agora_agent.runners.durable.codec import decode, encode
+from agora_agent.runners.durable.events import ReplayAwareTelemetry
 from agora_agent.runners.durable.live import LiveFrames
 from agora_agent.runners.durable.settings import DurableConfig
 from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
@@ -625,7 +627,12 @@ class DurableRunner:
         text = ""
         try:
             try:
-                result = await run_agent_loop(self.deps_for(run.agent_name), run, hooks)
+                deps = self.deps_for(run.agent_name)
+                if recorded:  # a recovery: what the earlier execution emitted is not emitted again
+                    deps = dataclasses.replace(
+                        deps, telemetry=ReplayAwareTelemetry(deps.telemetry, lambda: ex.replaying)
+                    )
+                result = await run_agent_loop(deps, run, hooks)
                 text = result.text
             except QuotaExceededError as exc:
                 status = "failed"
