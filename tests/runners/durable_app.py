@@ -59,7 +59,11 @@ async def slow_write(ctx: ToolContext) -> dict[str, object]:
     """Write one ledger row; the first attempt hangs so the test can kill the process inside the tool."""
     mark(f"tool-attempt-{ctx.attempt}")
     if ctx.attempt == 1:
-        await asyncio.sleep(60)
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            mark("tool-attempt-1-stopped")  # this process let go of the run (cancel, shutdown, handed over)
+            raise
     (LEDGER / f"effect-{ctx.idempotency_key}").write_text(str(ctx.attempt))
     return {"attempt": ctx.attempt, "key": ctx.idempotency_key}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -206,3 +207,44 @@ def test_cancel_on_b_a_run_parked_on_a(
     time.sleep(1)
     assert not list(ledger.glob(f"effect-{run_id}*"))
     print(f"\nA let go of the parked run {took:.2f} s after the cancel on B")
+
+
+def test_a_process_whose_lease_lapsed_while_alive_stops_the_run_another_took_over(shared_env: dict[str, str]) -> None:
+    """Split brain: A is frozen (SIGSTOP) inside a tool until its lease lapses; B takes the run over and
+    finishes it (tool attempt 2). When A runs again (SIGCONT), its next heartbeat finds B owning the run
+    and stops its own execution — the tool is cancelled and nothing is written: the run stays
+    `completed`, the tool row `executed` by B, and A emits no `run.cancelled`/`run.failed`."""
+    url, ledger = shared_env["AGORA_TEST_STORE"], Path(shared_env["AGORA_TEST_LEDGER"])
+    env = {**shared_env, "AGORA_TEST_FAILOVER_AFTER": "3"}
+    a = AppProcess({**env, "AGORA_EXECUTOR_ID": "proc-a"}).start()
+    b: AppProcess | None = None
+    try:
+        run_id = a.chat("run the tool")
+        wait_for(ledger / "tool-attempt-1")
+        assert executor_of(url, run_id) == "proc-a"
+        b = AppProcess({**env, "AGORA_EXECUTOR_ID": "proc-b"}).start()
+        assert a.process is not None
+        a.process.send_signal(signal.SIGSTOP)
+        try:
+            took = wait_until(lambda: run_status(url, run_id) == "completed", timeout=30)
+        finally:
+            a.process.send_signal(signal.SIGCONT)
+        assert (ledger / f"effect-{run_id}:c1").read_text() == "2"  # B's attempt
+        resumed = time.monotonic()
+        wait_for(ledger / "tool-attempt-1-stopped", timeout=10)  # A let go of it
+        stopped = time.monotonic() - resumed
+        time.sleep(0.5)
+        assert run_status(url, run_id) == "completed"
+        rows = pg_query(url, "SELECT status, error FROM agent_tool_call WHERE run_id = $1", run_id)
+        assert rows == [("executed", None)]  # A wrote no "run cancelled during execution"
+        statuses = "SELECT status FROM dbos.workflow_status WHERE workflow_uuid = $1"
+        assert pg_query(url, statuses, run_id) == [("SUCCESS",)]
+        emitted = events_of_run(ledger, run_id)
+        assert "run.cancelled" not in emitted and "run.failed" not in emitted
+        assert b.process is not None and emitted["run.finished"] == {b.process.pid: 1}
+        assert "owns it now" in "".join(a.output)
+        print(f"\nB finished the frozen A's run {took:.1f} s after SIGSTOP; A let go {stopped:.2f} s after SIGCONT")
+    finally:
+        a.stop()
+        if b is not None:
+            b.stop()

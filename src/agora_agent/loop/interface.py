@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from agora_agent.loop.history import HistoryCache
 
 __all__ = [
+    "HANDED_OVER",
     "ApprovalDecision",
     "LoopDeps",
     "LoopHooks",
@@ -36,9 +38,12 @@ __all__ = [
     "Redactor",
     "RunInput",
     "effect",
+    "handed_over",
 ]
 
 T = TypeVar("T")
+HANDED_OVER = "agora: the run is executed by another process now"
+"""The message a durable runner cancels an execution with when another process owns its run (fencing)."""
 Redactor = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
@@ -145,3 +150,11 @@ class LoopResult:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+
+
+def handed_over(exc: BaseException) -> bool:
+    """Whether `exc` stops this execution because another process runs the run now (a durable runner
+    whose lease lapsed while it was alive). The run is not cancelled, only no longer this execution's:
+    clean-ups that write (the audit row of an interrupted tool, the release of a reservation) are skipped,
+    since the new owner goes on from the same rows."""
+    return isinstance(exc, asyncio.CancelledError) and HANDED_OVER in exc.args

@@ -18,7 +18,7 @@ from agora_agent.errors import ConflictError, ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
-from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect
+from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect, handed_over
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.stores.base import AgentStore, ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
@@ -233,11 +233,13 @@ async def _execute(
                 execute=tool_step,
             ),
         )
-    except BaseException:
-        # Cancelled mid-tool: leave an honest audit row, then let the cancellation through.
-        await deps.store.update_tool_call(
-            run.run_id, call.id, ToolCallPatch(status="failed", error="run cancelled during execution")
-        )
+    except BaseException as exc:
+        # Cancelled mid-tool: leave an honest audit row, then let the cancellation through (unless the
+        # run goes on in another process: the row is its new owner's now).
+        if not handed_over(exc):
+            await deps.store.update_tool_call(
+                run.run_id, call.id, ToolCallPatch(status="failed", error="run cancelled during execution")
+            )
         raise
     elapsed_ms = int(outcome.get("ms", 0))
     if "error" in outcome:

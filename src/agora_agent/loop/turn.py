@@ -29,7 +29,7 @@ from agora_agent.governance.pricing import estimate_cost
 from agora_agent.governance.quota import Reservation
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
-from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect
+from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, handed_over
 from agora_agent.loop.tool_calls import handle_tool_call
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
@@ -231,8 +231,8 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
             f"llm:{i}",
             lambda: deps.telemetry.chat(run, deps.model, request, call_model),
         )
-    except BaseException:
-        if reservation is not None and deps.quota is not None:
+    except BaseException as exc:
+        if reservation is not None and deps.quota is not None and not handed_over(exc):
             await deps.quota.release(reservation)
         raise
     return turn, reservation

@@ -45,6 +45,7 @@ from agora_agent.errors import (
     RunError,
 )
 from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
+from agora_agent.loop.interface import HANDED_OVER
 from agora_agent.runners.durable.codec import decode, encode
 from agora_agent.runners.durable.events import ReplayAwareTelemetry
 from agora_agent.runners.durable.live import LiveFrames
@@ -139,6 +140,7 @@ class _Execution:
     capture: list[list[Any]] | None = None  # frames written inside the step now running
     delegations: int = 0
     rewoken: set[str] = field(default_factory=set)  # approvals this execution re-sent its wake-up for
+    handed_over: bool = False  # stopped here: another process owns the run now (see `_stop_handed_over`)
 
     @property
     def recorded(self) -> int:
@@ -374,6 +376,7 @@ class DurableRunner:
         self.identity: Any = None
         self.lease_ttl = config.failover_after
         self._tasks: dict[str, asyncio.Task[Any]] = {}
+        self._executions: dict[str, _Execution] = {}
         self.parked: set[tuple[str, str]] = set()  # (run id, tool call id) waiting for a decision here
         self._sweeper: asyncio.Task[None] | None = None
         self._began: dict[str, asyncio.Event] = {}  # `wait` callers of runs not (yet) executing here
@@ -508,6 +511,7 @@ class DurableRunner:
         """
         if self.leases is None or self.identity is None or not self._launched:
             return 0
+        await self._stop_handed_over()
         from agora_agent.stores.leases import pid_alive  # type: ignore[import-not-found,unused-ignore]
 
         pending = await _detached(
@@ -547,6 +551,30 @@ class DurableRunner:
             await self._resume_tree(run_id, live)
             resumed += 1
         return resumed
+
+    async def _stop_handed_over(self) -> None:
+        """Stop here the runs another process owns now — split brain: this process's lease lapsed while it
+        was alive (a blocked event loop, a network partition, SIGSTOP) and a live process took its runs
+        over. Called on every heartbeat tick, so the overlap lasts at most one tick after this process
+        runs again (DBOS also refuses the stale execution's next checkpoint). Locally only: the task is
+        cancelled with `HANDED_OVER`, so the loop writes nothing on its way out (no audit row, no release
+        of a reservation, no run end, no event) — the new owner goes on from the same rows. Sub-agent
+        runs follow their top-level run's owner (their ids are `<run id>-agent-<n>`)."""
+        executing = {run_id: ex for run_id, ex in self._executions.items() if not ex.handed_over}
+        if not executing:
+            return
+        roots = {run_id: run_id.split("-agent-", 1)[0] for run_id in executing}
+        owners = await self.leases.owners(sorted(set(roots.values())))
+        for run_id, ex in executing.items():
+            owner = owners.get(roots[run_id])
+            task = self._tasks.get(run_id)
+            if owner is None or owner == self.identity.id or task is None or task.done():
+                continue
+            logger.warning(
+                "run %s: process %s owns it now (this process's lease lapsed); stopping it here", run_id, owner
+            )
+            ex.handed_over = True
+            task.cancel(HANDED_OVER)
 
     async def _resume_tree(self, run_id: str, live: set[str]) -> None:
         """Resume a workflow and its children that are PENDING on dead executors (a resumed parent waits
@@ -620,6 +648,7 @@ class DurableRunner:
         task = asyncio.current_task()
         if task is not None:
             self._tasks[run_id] = task
+            self._executions[run_id] = ex
             began = self._began.get(run_id)
             if began is not None:
                 began.set()
@@ -628,11 +657,9 @@ class DurableRunner:
         try:
             try:
                 deps = self.deps_for(run.agent_name)
-                if recorded:  # a recovery: what the earlier execution emitted is not emitted again
-                    deps = dataclasses.replace(
-                        deps, telemetry=ReplayAwareTelemetry(deps.telemetry, lambda: ex.replaying)
-                    )
-                result = await run_agent_loop(deps, run, hooks)
+                # A recovery does not emit again what the earlier execution emitted; a stale one, nothing.
+                quiet = ReplayAwareTelemetry(deps.telemetry, lambda: ex.replaying or ex.handed_over)
+                result = await run_agent_loop(dataclasses.replace(deps, telemetry=quiet), run, hooks)
                 text = result.text
             except QuotaExceededError as exc:
                 status = "failed"
@@ -644,8 +671,12 @@ class DurableRunner:
                 await self._fail(hooks, run_id, message, ErrorFrame(message=self._public(exc), code=type(exc).__name__))
         except (asyncio.CancelledError, DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError):
             # Cancelled here or in another process (a parked run is woken by the cancel's message and its
-            # next checkpoint finds it cancelled — DBOS reports that as a lost ownership), or a shutdown.
-            if not self._closing:
+            # next checkpoint finds it cancelled — DBOS reports that as a lost ownership), or a shutdown,
+            # or handed over (another process owns the run now: nothing is written, its stream is theirs).
+            if ex.handed_over:
+                if not nested:
+                    self.live.end(run_id)
+            elif not self._closing:
                 if await self._is_cancelled(run_id):
                     with contextlib.suppress(Exception):
                         await self.store.record_run_end(run_id, status="cancelled")
@@ -656,6 +687,7 @@ class DurableRunner:
             raise
         finally:
             self._tasks.pop(run_id, None)
+            self._executions.pop(run_id, None)
         frames = ex.pending
         if nested:  # the parent copies a child's frames into its own stream, from its journal
             frames = [e for e in await self._journal_entries(run_id) if int(e[0]) <= ex.seq] + ex.pending
