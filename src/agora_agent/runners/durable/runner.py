@@ -133,6 +133,7 @@ class _Execution:
 
     run: RunInput
     names: list[str]  # our steps this workflow had checkpointed when this execution began, in order
+    ops: frozenset[int] = frozenset()  # the function ids of every operation recorded by then (DBOS's too)
     nested: bool = False
     calls: int = 0
     seq: int = 0
@@ -263,13 +264,15 @@ class _Hooks:
     async def tool_attempt(self, tool_call_id: str) -> int:
         """Called inside the tool's step: which attempt this is (steps are at-least-once).
 
-        Only the first step a recovered execution runs live can have run before — every later one
-        follows a step this execution finished — so only there is anything read or written: attempt
-        N+1 after N recorded ones (the first attempt leaves no record: it costs nothing when all goes
-        well). A recovery that resumes right at the tool counts as a re-run even when the kill came
-        just before the tool began: at-least-once, never less."""
+        Only a step that every earlier operation of the workflow was recorded before this execution began
+        can have run before — any later one follows an operation this execution did (a step, an approval
+        wait that ended here) — so only there is anything read or written: attempt N+1 after N recorded
+        ones (the first attempt leaves no record: it costs nothing when all goes well). A recovery that
+        resumes right at the tool counts as a re-run even when the kill came just before the tool began:
+        at-least-once, never less."""
         ex = self._ex
-        if ex.recorded == 0 or ex.calls - 1 != ex.recorded:
+        step_id = DBOS.step_id
+        if not ex.ops or step_id is None or any(i not in ex.ops for i in range(1, step_id)):
             return 1
         run_id = ex.run.run_id
         key = f"attempt:{tool_call_id}"
@@ -318,6 +321,16 @@ class _Hooks:
                 return {"wait": NO_DEADLINE_WAIT}
             return {"wait": max((record.deadline - datetime.now(UTC)).total_seconds(), 0.0) + 0.05}
 
+        decision = await self._wait_for_decision(run_id, call_id, check)
+        if await self._runner._is_cancelled(run_id):
+            # Closed by a cancel (it cancels the workflow, then closes the approval and sends the wake-up):
+            # stop here, before the writes that follow, which are no checkpoints and would not notice it.
+            raise DBOSWorkflowCancelledError(f"Workflow {run_id} was cancelled while parked")
+        return decision
+
+    async def _wait_for_decision(
+        self, run_id: str, call_id: str, check: Callable[[], Awaitable[dict[str, Any]]]
+    ) -> ApprovalDecision:
         n = 0
         while True:
             # The row is the authority; the message is only a wake-up. Both reads are checkpoints, so a
@@ -637,13 +650,13 @@ class DurableRunner:
         run: RunInput = decode(payload["run"])
         nested = bool(payload.get("nested"))
         run_id = run.run_id
-        recorded = await self._recorded_steps(run_id)
+        recorded, ops = await self._recorded_steps(run_id)
         if "row" in payload:
             await self._ensure_row(run_id, payload["row"])
         if not nested:  # a first execution here sees every frame from frame 1
             self.live.open(run_id, whole=not recorded)
             await self._claim(run_id)
-        ex = _Execution(run=run, names=recorded, nested=nested)
+        ex = _Execution(run=run, names=recorded, ops=ops, nested=nested)
         hooks = _Hooks(self, ex)
         task = asyncio.current_task()
         if task is not None:
@@ -816,6 +829,10 @@ class DurableRunner:
         """End the run `cancelled`, close its pending approvals (a late decision is a 409), and cancel its
         workflow and its children wherever they execute."""
         changed = await self.store.record_run_end(run_id, status="cancelled")
+        # The workflow first: a parked run that finds its approval closed then also finds the workflow
+        # cancelled, and stops before its next write (writes between steps are no checkpoints).
+        with contextlib.suppress(Exception):
+            await DBOS.cancel_workflow_async(run_id, cancel_children=True)
         parked: list[str] = []
         for call in await self.store.list_tool_calls(run_id=run_id):
             if call.status == "pending_approval":
@@ -827,11 +844,9 @@ class DurableRunner:
                     await self.store.update_tool_call(
                         run_id, call.id, ToolCallPatch(status="expired", error=CANCELLED_REASON)
                     )
-        with contextlib.suppress(Exception):
-            await DBOS.cancel_workflow_async(run_id, cancel_children=True)
         for call_id in parked:
             # A run parked in another process waits in `recv`, where DBOS does not look at the status:
-            # the wake-up makes it take its next step, which finds the workflow cancelled and ends it.
+            # the wake-up makes it look, find the workflow cancelled and end.
             await self.signal(run_id, call_id)
         task = self._tasks.get(run_id)
         if task is not None and not task.done():
@@ -945,9 +960,11 @@ class DurableRunner:
                 entries.extend(output["f"])
         return entries
 
-    async def _recorded_steps(self, run_id: str) -> list[str]:
+    async def _recorded_steps(self, run_id: str) -> tuple[list[str], frozenset[int]]:
+        """(our recorded steps' names in order, the function ids of all recorded operations)."""
         steps = await _detached(DBOS.list_workflow_steps_async(run_id))
-        return [str(s["function_name"]) for s in steps if _is_ours(s.get("output"), s.get("child_workflow_id"))]
+        ours = [str(s["function_name"]) for s in steps if _is_ours(s.get("output"), s.get("child_workflow_id"))]
+        return ours, frozenset(int(s["function_id"]) for s in steps)
 
 
 def _is_ours(output: Any, child_workflow_id: str | None) -> bool:
