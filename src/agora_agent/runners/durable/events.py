@@ -24,6 +24,9 @@ class ReplayAwareTelemetry(Telemetry):
         self.__dict__.update(inner.__dict__)  # the same on_event, listeners, providers, caches
         self._replaying = replaying
 
+    def quiet(self) -> bool:
+        return self._replaying() or super().quiet()
+
     async def emit(self, event: AgentEvent) -> None:
         if not self._replaying():
             await super().emit(event)
