@@ -12,6 +12,7 @@ import dataclasses
 import json
 import sqlite3
 import sys
+from collections.abc import Iterator
 from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
@@ -54,8 +55,10 @@ def lookup(order: int) -> dict[str, Any]:
 
 
 @pytest.fixture(autouse=True)
-def _clear() -> None:
+def _clear() -> Iterator[None]:
     effects.clear()
+    yield
+    effects.clear()  # other modules import `effects` (tests/observability/test_durable_spans.py)
 
 
 def config(tmp_path: Path, model: Any, *, approval_recheck: float = 30.0, **kwargs: Any) -> AgentConfig:
