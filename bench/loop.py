@@ -316,6 +316,35 @@ async def pg_database(admin_url: str) -> tuple[str, Callable[[], Awaitable[None]
     return url.render_as_string(hide_password=False), drop
 
 
+async def commit_latency(url: str, samples: int = 200) -> tuple[float, float]:
+    """(µs per `SELECT 1`, µs per committed one-row INSERT) on the server at `url`: the round trip, and the
+    round trip plus the WAL flush every autocommit write waits for — what a PostgreSQL row's wall time is
+    made of besides our CPU (a busy shared server makes the flush, not the statement, the cost)."""
+    import asyncpg
+
+    from agora_agent.stores.sql.engine import normalize_url
+
+    target = normalize_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await asyncpg.connect(target)
+    try:
+        await conn.execute("CREATE TABLE IF NOT EXISTS bench_commit_probe (x int)")  # logged: its commits flush WAL
+        select, insert = (
+            await conn.prepare("SELECT 1"),
+            await conn.prepare("INSERT INTO bench_commit_probe VALUES ($1)"),
+        )
+        t0 = time.perf_counter()
+        for _ in range(samples):
+            await select.fetchval()
+        t1 = time.perf_counter()
+        for i in range(samples):
+            await insert.fetchval(i)
+        t2 = time.perf_counter()
+        await conn.execute("DROP TABLE bench_commit_probe")
+    finally:
+        await conn.close()
+    return (t1 - t0) / samples * 1e6, (t2 - t1) / samples * 1e6
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=15)
@@ -434,6 +463,12 @@ async def measure_all(
     for name in urls:
         label = f"{name}: chat at {args.turns} prior turns ÷ at 1"
         ratio_row(label, f"{name} @{args.turns} turns", f"{name} @1 turn", "≤ 1.2")
+    if "postgres" in urls and urls["postgres"] is not None:
+        rtt, commit = await commit_latency(urls["postgres"])
+        print(
+            f"  PostgreSQL server now: SELECT 1 {rtt:.0f} µs, a committed INSERT {commit:.0f} µs"
+            " (round trip + WAL flush)"
+        )
     for name, c in counts.items():
         print(
             f"  {name} one {steps + 1}-step run: {c.statements} statements ({dict(c.kinds)}), "

@@ -145,3 +145,45 @@ def test_a_statement_with_python_side_defaults_is_refused() -> None:
     )
     with pytest.raises(TypeError, match="not a direct statement"):
         direct.compiled(sa.insert(table), sa.create_engine("sqlite://").dialect, ["id"])
+
+
+async def test_load_thread_returns_what_the_per_table_reads_return(sql_backend: SqlBackend) -> None:
+    """On PostgreSQL `load_thread` is one statement of JSON aggregates: the records it builds equal those the
+    plain per-table reads build (timestamps, JSON values with floats and nulls, booleans, non-ASCII text)."""
+    from agora_agent.messages import ToolCall
+    from agora_agent.stores.base import ToolCallRecord
+
+    store = sql_backend.store
+    thread = await store.create_thread(actor_ref="alice", title="t \u00e9")
+    first = await store.append_message(thread_id=thread.id, role="user", content="h\u00e9llo \u2603", run_id="r1")
+    call = ToolCall(id="c1", name="add", input={"a": 1.25, "b": [None, 0.1, "x"], "c": {"d": True}})
+    asked = await store.append_message(
+        thread_id=thread.id, role="assistant", content="", run_id="r1", tool_calls=[call], usage={"cost": 0.000123}
+    )
+    await store.record_tool_call(
+        ToolCallRecord(
+            id="c1",
+            run_id="r1",
+            thread_id=thread.id,
+            message_id=asked.id,
+            tool_name="add",
+            tool_type="read",
+            input=call.input,
+            output={"sum": 1.35, "none": None},
+            status="executed",
+            actor_ref="alice",
+            created_at=NOW,
+            executed_at=NOW,
+            execution_ms=7,
+        )
+    )
+    await store.append_message(thread_id=thread.id, role="assistant", content="done", run_id="r1")
+    full = await store.load_thread(thread.id)
+    assert full.complete and full.thread == await store.get_thread(thread.id)
+    assert full.messages == await store.list_messages(thread.id)
+    assert full.tool_calls == await store.list_tool_calls(thread_id=thread.id)
+    since = await store.load_thread(thread.id, after=first.id)
+    assert not since.complete and since.messages == full.messages[1:] and since.tool_calls == full.tool_calls
+    gone = await store.load_thread(thread.id, after="no-such-message")
+    assert gone.complete and gone.messages == full.messages
+    assert (await store.load_thread("no-such-thread")).thread is None
