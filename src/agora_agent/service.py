@@ -598,9 +598,10 @@ class AgentService:
             record = await self._owned_run(who, run.run_id if isinstance(run, ChatStarted) else run)
         run_id = record.id
         runner = self.runner
-        if isinstance(runner, InlineRunner) and record.status == "running" and not runner.is_active(run_id):
-            await runner.recover_lapsed(run_id=run_id)  # a dead owner's run ends with an error frame
-        if isinstance(runner, StreamingRunner):
+        inline = runner if isinstance(runner, InlineRunner) else None  # never a StreamingRunner: no Protocol check
+        if inline is not None and record.status == "running" and not inline.is_active(run_id):
+            await inline.recover_lapsed(run_id=run_id)  # a dead owner's run ends with an error frame
+        if inline is None and isinstance(runner, StreamingRunner):
             return await runner.stream(run_id, after=after)
         if not runner.is_active(run_id) and not await self.sink.has_stream(run_id):
             # Not in this process (a restart, another process): never an empty stream — the stored transcript.

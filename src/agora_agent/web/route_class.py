@@ -171,7 +171,8 @@ def _check_origin(request: Request, trusted_origins: frozenset[str]) -> None:
 
 def _check_edge(request: Request, *, trusted_origins: frozenset[str], json_body: bool) -> None:
     """The checks every route shares before its endpoint runs (see the module docstring, step 4)."""
-    if "\x00" in request.url.path or b"%00" in request.scope.get("query_string", b""):
+    # the scope's path, not request.url (which builds a URL object per request)
+    if "\x00" in request.scope["path"] or b"%00" in request.scope.get("query_string", b""):
         raise BadRequestError("NUL bytes are not allowed in ids or query parameters")
     _check_origin(request, trusted_origins)
     body: bytes = getattr(request, "_body", b"")

@@ -46,12 +46,13 @@ class ChatIdentity:
     agent: AgentDefinition | None
 
 
-async def chat_identity(request: Request, service: ServiceDep) -> ChatIdentity:
+async def chat_identity(request: Request, context: ContextDep) -> ChatIdentity:
     """Resolve the named agent once, then the caller: the app's resolver, and the agent's own when it has
     one, which must agree with it (`web.access.authenticate_for_agent`).
 
     Runs before FastAPI validates the body, so an anonymous caller gets 401, never a 422.
     """
+    service = context.service  # the endpoint's ContextDep: FastAPI resolves it once for both
     try:
         name = _AgentName.model_validate_json(await request.body()).agent
     except ValidationError:
