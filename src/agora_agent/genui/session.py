@@ -105,6 +105,10 @@ class UiSession:
         self._open.clear()
         self._pushed.clear()
 
+    def touched(self) -> bool:
+        """Whether the call pushed anything (else `finish()` has nothing to close and returns [])."""
+        return bool(self._pushed or self._open)
+
     async def finish(self) -> list[dict[str, Any]]:
         """The tool succeeded: a loading state left open becomes `empty`; returns what the thread keeps."""
         for ui_id in list(self._open):

@@ -240,7 +240,24 @@ class Limit:
         return (self.scope, self.key, period_of(self.period, day))
 
 
+_DEFAULTS: dict[tuple[int, str, str], tuple[Budget, Limit | None]] = {}
+"""The config default limit of a scope, made once per (budget, scope, key): every chat's quota check asks for
+it, and the same `Limit` object each time keeps the limits tuple comparable by identity (`LimitCache`)."""
+
+
 def _default(budget: Budget, scope: Scope, key: str) -> Limit | None:
+    memo_key = (id(budget), scope, key)
+    known = _DEFAULTS.get(memo_key)
+    if known is not None and known[0] is budget:
+        return known[1]
+    limit = _make_default(budget, scope, key)
+    if len(_DEFAULTS) >= 10_000:  # bounded: a long-lived process sees many actors
+        _DEFAULTS.clear()
+    _DEFAULTS[memo_key] = (budget, limit)  # the budget is kept, so its id stays its own
+    return limit
+
+
+def _make_default(budget: Budget, scope: Scope, key: str) -> Limit | None:
     tokens = budget.tokens_per_actor if scope == "actor" else budget.tokens_per_tenant
     usd = budget.usd_per_actor if scope == "actor" else budget.usd_per_tenant
     if tokens is None and usd is None:

@@ -313,6 +313,7 @@ class MemoryQuotaStore:
         self._claims = _Claims()
         self._pending: dict[str, list[ThresholdCrossing]] = {}
         self._plans: dict[int, _Plan] = {}  # id(limits) -> plan (the plan holds the limits: the id stays theirs)
+        self._open_cells: dict[str, tuple[_Counter, ...]] = {}  # an open reservation's counters, in scope order
 
     def _plan(self, limits: tuple[Limit, ...], day: str) -> _Plan:
         plan = self._plans.get(id(limits))
@@ -383,15 +384,17 @@ class MemoryQuotaStore:
         )
         if plan.scopes:
             self._open[reservation_id] = reservation
+            self._open_cells[reservation_id] = plan.cells
         return reservation
 
     def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
         if self._open.pop(reservation.id, None) is None:
             return  # settled or released already: settling twice must not double-count
+        cells = self._open_cells.pop(reservation.id, None)
         used: dict[tuple[str, str, str], tuple[int, float]] = {}
-        for entry in reservation.scopes:
+        for i, entry in enumerate(reservation.scopes):
             counter = unpack_scope(entry, reservation.period_key)
-            c = self._counter(*counter)
+            c = cells[i] if cells is not None else self._counter(*counter)  # a counter is never replaced
             c.reserved_tokens -= reservation.tokens
             c.reserved_usd -= reservation.usd
             c.used_tokens += tokens

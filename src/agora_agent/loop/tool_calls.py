@@ -68,17 +68,17 @@ async def _frame(
     output: Any = None,
     error: str | None = None,
 ) -> None:
-    if isinstance(input, Mapping):  # the stream shows arguments through the redactor, like the audit row
-        input = _redact(state, call.name, input)
+    if input is not None and (type(input) is dict or isinstance(input, Mapping)):
+        input = _redact(state, call.name, input)  # the stream shows arguments through the redactor, like the audit row
     await state.writer.write(
         ToolFrame(
             tool_call_id=call.id, name=call.name, kind=kind, status=status, input=input, output=output, error=error
         )
     )
     # Every status change streams one frame, so this is also where the tool_call.status event fires.
-    await state.deps.telemetry.tool_status(
-        state.run, state.deps.agent.name, call, kind=kind, status=status, error=error
-    )
+    telemetry = state.deps.telemetry
+    if telemetry.wants_tool_status(status):
+        await telemetry.tool_status(state.run, state.deps.agent.name, call, kind=kind, status=status, error=error)
 
 
 async def _failed(state: RunState, call: ToolCall, kind: str, message: str, *, input: Any = None) -> ToolResult:
@@ -166,9 +166,7 @@ def _tool_step(
 ) -> Callable[[], Awaitable[dict[str, Any]]]:
     """The body of the `tool:<id>` step: run the tool with retry, then present it; errors come back as data."""
     deps, run, hooks = state.deps, state.run, state.hooks
-
-    async def attempt() -> Any:
-        return await deps.registry.execute(authorized, ctx)
+    attempt = partial(deps.registry.execute, authorized, ctx)
 
     def on_retry(attempt_no: int, error: BaseException) -> None:
         # RETRY-06: each transient failure that will be retried is reported (never the final one).
@@ -203,8 +201,10 @@ def _tool_step(
         if session is None:
             return {"output": to_jsonable(output)}
         # Presenting runs once, after success and outside the retry: it never re-runs a write.
-        await run_present(deps.registry.runnable(call.name), output, ctx, session, on_error=deps.on_presentation_error)
-        return {"output": to_jsonable(output), "components": await session.finish()}
+        tool = deps.registry.runnable(call.name)
+        if getattr(tool, "present", None) is not None:
+            await run_present(tool, output, ctx, session, on_error=deps.on_presentation_error)
+        return {"output": to_jsonable(output), "components": await session.finish() if session.touched() else []}
 
     return tool_step
 
@@ -221,10 +221,13 @@ async def _execute(
     deps, run, hooks = state.deps, state.run, state.hooks
     outcome: dict[str, Any] = {}
     tool_step = _tool_step(state, call, authorized, ctx)
+    telemetry = deps.telemetry
     try:
         outcome = await hooks.step(
             f"tool:{call.id}",
-            lambda: deps.telemetry.execute_tool(
+            tool_step  # no tracer: no execute_tool span to open around it
+            if telemetry.tracer() is None
+            else lambda: telemetry.execute_tool(
                 run,
                 call,
                 kind=kind,

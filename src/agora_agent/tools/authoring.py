@@ -140,7 +140,7 @@ class FunctionTool:
         self,
         spec: ToolSpec,
         fn: Callable[..., Any],
-        invoke: Callable[[BaseModel, ToolContext], Any],
+        invoke: Callable[[BaseModel, ToolContext], Awaitable[Any]],
         present: PresentArg = None,
     ) -> None:
         self.spec = spec

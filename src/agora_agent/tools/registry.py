@@ -537,12 +537,17 @@ class ToolRegistry:
         entry = self._entries.get(name)
         return entry.runnable() if entry is not None else None
 
-    async def execute(self, call: AuthorizedCall, ctx: ToolContext) -> Any:
-        """Run an authorized call once (no retry); the tool's exceptions propagate unchanged."""
+    def execute(self, call: AuthorizedCall, ctx: ToolContext) -> Awaitable[Any]:
+        """Run an authorized call once (no retry): await the answer; the tool's exceptions propagate unchanged.
+
+        Returns the tool's own awaitable (no coroutine of the registry's around it)."""
         entry = self._entries.get(call.spec.name)
         if entry is None:
-            raise ToolNotFoundError(call.spec.name)
-        return await entry.runnable().invoke(call.input, ctx)
+            return _raise(ToolNotFoundError(call.spec.name))
+        tool = entry.runnable()
+        if type(tool) is FunctionTool:
+            return tool._invoke(call.input, ctx)  # what FunctionTool.invoke awaits, one layer less
+        return tool.invoke(call.input, ctx)
 
     async def invoke(
         self,
@@ -562,6 +567,10 @@ def _as_set(allow_list: Collection[str] | None) -> Collection[str] | None:
     if allow_list is None or isinstance(allow_list, set | frozenset | dict):
         return allow_list
     return frozenset(allow_list)
+
+
+async def _raise(error: Exception) -> Any:
+    raise error
 
 
 async def _resolve(value: Any) -> Any:
