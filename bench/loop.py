@@ -44,7 +44,8 @@ from pydantic import BaseModel
 
 from agora_agent import Actor, AgentConfig, AgentService, Budget, tool
 from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
-from agora_agent.stores.base import AgentStore, ToolCallRecord
+from agora_agent.records import ToolCallRecord
+from agora_agent.stores.base import AgentStore
 from agora_agent.testing.helpers import OBSERVER
 
 ACTOR = Actor("bench", roles=("user",))

@@ -46,3 +46,11 @@ def test_the_mcp_names_stay_importable_from_agora_agent_mcp() -> None:
     assert edge.MCPServer is MCPServer
     assert (edge.MCPConnections, edge.ServerStatus) == (MCPConnections, ServerStatus)
     assert callable(edge.mount_mcp)
+
+
+def test_the_records_keep_their_documented_import_path() -> None:
+    import agora_agent.records as records
+    import agora_agent.stores.base as base
+
+    for name in records.__all__:
+        assert getattr(base, name) is getattr(records, name), name

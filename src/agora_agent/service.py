@@ -47,19 +47,12 @@ from agora_agent.messages import Attachment
 from agora_agent.models.base import ModelProvider
 from agora_agent.observability.telemetry import Telemetry
 from agora_agent.rag.inject import InjectRetrieval
+from agora_agent.records import ApprovalRecord, MessageRecord, RunRecord, ThreadRecord, ThreadSummary, ToolCallRecord
 from agora_agent.runners.base import RecordingRunner, Runner, StreamingRunner
 from agora_agent.runners.inline import InlineRunner
 from agora_agent.runners.transcript import follow_transcript
 from agora_agent.stores.attachments import ReadableAttachmentStore
-from agora_agent.stores.base import (
-    AgentStore,
-    ApprovalRecord,
-    MessageRecord,
-    RunRecord,
-    ThreadRecord,
-    ThreadSummary,
-    ToolCallRecord,
-)
+from agora_agent.stores.base import AgentStore
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.frames import StreamEvent
 from agora_agent.streaming.sink import MemoryTokenSink, StreamGap, StreamUnavailable, TokenSink

@@ -12,7 +12,7 @@ import pytest
 from agora_agent.actors import Actor
 from agora_agent.governance.budgets import BudgetRule, BudgetRuleStore, UsageLedger, UsageTotals, parse_rule
 from agora_agent.governance.quota import Budget
-from agora_agent.stores.base import UsageRecord
+from agora_agent.records import UsageRecord
 from agora_agent.stores.budgets import open_budget_stores
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.stores.sql import open_sql_backend

@@ -18,15 +18,8 @@ import pytest
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
 from agora_agent.governance.queries import GovernanceQueries, RunQuery
 from agora_agent.messages import Usage
-from agora_agent.stores.base import (
-    AgentStore,
-    ApprovalRecord,
-    RunRecord,
-    ThreadRecord,
-    ToolCallPatch,
-    ToolCallRecord,
-    UsageRecord,
-)
+from agora_agent.records import ApprovalRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
+from agora_agent.stores.base import AgentStore
 from tests.contract.conftest import QUERIES_FACTORIES, open_store, pricing_for
 
 D0, D1, D2, D3 = date(2024, 2, 29), date(2024, 3, 1), date(2024, 3, 2), date(2024, 3, 3)

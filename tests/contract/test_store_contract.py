@@ -17,17 +17,8 @@ from agora_agent.actors import Actor
 from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.governance.quota import Budget, MemoryQuotaStore
 from agora_agent.messages import Attachment, ToolCall
-from agora_agent.stores.base import (
-    AgentStore,
-    ApprovalRecord,
-    ModelStep,
-    QuotaSettlement,
-    RunRecord,
-    ThreadRecord,
-    ToolCallPatch,
-    ToolCallRecord,
-    UsageRecord,
-)
+from agora_agent.records import ApprovalRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
+from agora_agent.stores.base import AgentStore, ModelStep, QuotaSettlement
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 

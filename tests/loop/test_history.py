@@ -13,7 +13,8 @@ import pytest
 from agora_agent import Actor, AgentConfig, AgentService, tool
 from agora_agent.loop.history import HistoryCache, load_history
 from agora_agent.messages import ModelRequest, ToolCall
-from agora_agent.stores.base import AgentStore, ToolCallPatch, ToolCallRecord
+from agora_agent.records import ToolCallPatch, ToolCallRecord
+from agora_agent.stores.base import AgentStore
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest

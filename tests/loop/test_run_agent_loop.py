@@ -12,7 +12,7 @@ from agora_agent import Actor, AgentDefinition, Budget, DefaultRolesPolicy, Mode
 from agora_agent.governance.pricing import MemoryPricingStore
 from agora_agent.governance.quota import MemoryQuotaStore
 from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
-from agora_agent.stores.base import RunRecord
+from agora_agent.records import RunRecord
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.frames import StreamEvent
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter

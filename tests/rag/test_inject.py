@@ -12,7 +12,7 @@ from agora_agent import AgentConfig, AgentDefinition, AgentService, DefaultRoles
 from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
 from agora_agent.messages import ModelRequest
 from agora_agent.rag import EmbeddingRetriever, HashingEmbedder, InjectRetrieval, Passage, context_block, unscoped
-from agora_agent.stores.base import RunRecord
+from agora_agent.records import RunRecord
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter
 from agora_agent.testing import FakeModel, ScriptedTurn, collect_frames, echo_script

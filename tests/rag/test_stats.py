@@ -12,7 +12,7 @@ import pytest
 from agora_agent import Actor, AgentConfig, AgentService, CallableActorResolver
 from agora_agent.governance.queries import GovernanceQueries
 from agora_agent.rag import EmbeddingRetriever, HashingEmbedder
-from agora_agent.stores.base import RunRecord, ToolCallRecord
+from agora_agent.records import RunRecord, ToolCallRecord
 from agora_agent.testing import FakeModel, echo_script
 from agora_agent.testing.helpers import OBSERVER
 from agora_agent.web.app import create_app

@@ -38,7 +38,7 @@ from agora_agent.governance.audit import AuditEntry, AuditLog
 
 if TYPE_CHECKING:
     from agora_agent.governance.quota import Budget
-    from agora_agent.stores.base import UsageRecord
+    from agora_agent.records import UsageRecord
 
 __all__ = [
     "ALL",

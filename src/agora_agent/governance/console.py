@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from agora_agent.governance.audit import AuditEntry
 from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.queries import GovernanceQueries, RunSummaryRow, RunUsageRow, run_summary
-from agora_agent.stores.base import AgentStore, MessageRecord, ToolCallRecord
+from agora_agent.records import MessageRecord, RecordReader, ToolCallRecord
 
 __all__ = [
     "ConsoleQueries",
@@ -120,7 +120,7 @@ StepAdder = Any  # the `add` closure of `inspect_run`: (kind, id, name, status, 
 
 
 async def inspect_run(
-    store: AgentStore,
+    store: RecordReader,
     queries: GovernanceQueries,
     run_id: str,
     *,
@@ -213,7 +213,7 @@ def _model_steps(
 
 async def _tool_steps(
     add: StepAdder,
-    store: AgentStore,
+    store: RecordReader,
     queries: GovernanceQueries,
     call: ToolCallRecord,
     children: list[RunSummaryRow],
@@ -285,7 +285,7 @@ async def _tool_steps(
 
 
 async def compare_runs(
-    store: AgentStore,
+    store: RecordReader,
     queries: GovernanceQueries,
     a: str,
     b: str,

@@ -29,7 +29,7 @@ from pydantic import BaseModel, computed_field
 from agora_agent.governance.gate import GovernanceScope
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost
 from agora_agent.messages import Usage
-from agora_agent.stores.base import RunRecord
+from agora_agent.records import RunRecord
 
 __all__ = [
     "DEFAULT_LIMIT",

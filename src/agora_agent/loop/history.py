@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from agora_agent.loop._state import serialize_output
 from agora_agent.messages import ModelMessage, ToolCall, ToolResult
-from agora_agent.stores.base import AgentStore, MessageRecord, ToolCallRecord
+from agora_agent.records import MessageRecord, ToolCallRecord
+from agora_agent.stores.base import AgentStore
 
 __all__ = ["History", "HistoryCache", "has_attachments", "load_history"]
 

@@ -20,7 +20,8 @@ from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
 from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect, handed_over
 from agora_agent.messages import ToolCall, ToolResult
-from agora_agent.stores.base import AgentStore, ApprovalRecord, ToolCallPatch, ToolCallRecord
+from agora_agent.records import ApprovalRecord, ToolCallPatch, ToolCallRecord
+from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.registry import AuthorizedCall

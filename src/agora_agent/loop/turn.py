@@ -33,7 +33,8 @@ from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput
 from agora_agent.loop.tool_calls import handle_tool_call
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
-from agora_agent.stores.base import ModelStep, QuotaSettlement, UsageRecord
+from agora_agent.records import UsageRecord
+from agora_agent.stores.base import ModelStep, QuotaSettlement
 from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
 

@@ -55,7 +55,7 @@ from agora_agent.actors import Actor
 from agora_agent.errors import ConfigurationError, ForbiddenError, NotFoundError, ToolError, UnauthenticatedError
 from agora_agent.mcp.auth import MCPAuth, NoAuth
 from agora_agent.messages import ToolDefinition
-from agora_agent.stores.base import RunRecord, ToolCallPatch, ToolCallRecord
+from agora_agent.records import RunRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.registry import AuthorizedCall
 from agora_agent.tools.retry import run_with_retry

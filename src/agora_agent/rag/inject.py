@@ -22,7 +22,8 @@ from agora_agent.governance.retrieval_stats import RETRIEVE_TOOL
 from agora_agent.rag.access import RetrievalFilter, acl_filter, resolve_filter
 from agora_agent.rag.retrievers import Retriever
 from agora_agent.rag.types import Passage
-from agora_agent.stores.base import AgentStore, ToolCallRecord
+from agora_agent.records import ToolCallRecord
+from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.frames import ToolFrame
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol, runtime_checkable
 
 from agora_agent.loop import ApprovalDecision, RunInput
-from agora_agent.stores.base import RunRecord
+from agora_agent.records import RunRecord
 from agora_agent.streaming.frames import StreamEvent
 
 __all__ = ["RecordingRunner", "Runner", "StreamingRunner"]

@@ -34,9 +34,10 @@ from agora_agent.loop import (
     RunInput,
     run_agent_loop,
 )
+from agora_agent.records import ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.runners.transcript import tool_frame
 from agora_agent.secrets import scrub_secrets
-from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
+from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.frames import AgentFrame, ErrorFrame, Frame, TextFrame, ToolFrame
 from agora_agent.streaming.sink import MemoryTokenSink, SinkWriter, TokenSink
 

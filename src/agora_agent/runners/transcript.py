@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from agora_agent.stores.base import AgentStore, ToolCallRecord
+from agora_agent.records import ToolCallRecord
+from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.frames import (
     ComponentFrame,
     ErrorFrame,

@@ -22,10 +22,9 @@ from typing import Any, Literal, TypeVar
 
 from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.messages import Attachment, ToolCall
-from agora_agent.stores.base import (
+from agora_agent.records import (
     ApprovalRecord,
     MessageRecord,
-    ModelStep,
     RunRecord,
     RunStatus,
     ThreadHistory,
@@ -35,6 +34,7 @@ from agora_agent.stores.base import (
     ToolCallRecord,
     UsageRecord,
 )
+from agora_agent.stores.base import ModelStep
 
 __all__ = ["MemoryAgentStore"]
 

@@ -40,7 +40,7 @@ from agora_agent.governance.queries import (
     run_summary,
 )
 from agora_agent.governance.retrieval_stats import RETRIEVAL_WINDOW, RETRIEVE_TOOL, RetrievalStats, summarize_retrievals
-from agora_agent.stores.base import MessageRecord, RunRecord, ToolCallRecord, UsageRecord
+from agora_agent.records import MessageRecord, RunRecord, ToolCallRecord, UsageRecord
 from agora_agent.stores.memory import MemoryAgentStore
 
 __all__ = ["MemoryGovernanceQueries"]

@@ -36,7 +36,7 @@ from starlette.responses import Response
 
 from agora_agent.errors import InvalidRequestError
 from agora_agent.governance.gate import Caller
-from agora_agent.stores.base import MessageRecord, ToolCallRecord
+from agora_agent.records import MessageRecord, ToolCallRecord
 from agora_agent.streaming.agui import AGUIEncoder
 from agora_agent.web.client_protocols import (
     NO_ARGUMENTS,

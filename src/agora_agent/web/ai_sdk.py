@@ -28,7 +28,7 @@ from starlette.responses import Response
 from agora_agent.errors import InvalidRequestError
 from agora_agent.governance.gate import Caller
 from agora_agent.messages import ToolCall
-from agora_agent.stores.base import MessageRecord, ToolCallRecord
+from agora_agent.records import MessageRecord, ToolCallRecord
 from agora_agent.streaming.encoding import approval_id
 from agora_agent.streaming.ui_message_stream import UIMessageStreamEncoder
 from agora_agent.web.client_protocols import (

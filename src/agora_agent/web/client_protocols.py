@@ -29,8 +29,8 @@ from starlette.responses import Response
 
 from agora_agent.errors import ConflictError, InvalidRequestError, NotFoundError
 from agora_agent.governance.gate import Caller
+from agora_agent.records import RunRecord
 from agora_agent.service import AgentService
-from agora_agent.stores.base import RunRecord
 from agora_agent.streaming.encoding import Parked, RunSummary, StreamEncoder, approval_id, encode_run, parse_approval_id
 from agora_agent.streaming.frames import StreamEvent, ToolFrame
 from agora_agent.tools.registry import args_hash

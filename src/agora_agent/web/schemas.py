@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from agora_agent.messages import Attachment
-from agora_agent.stores.base import ApprovalRecord, MessageRecord, ThreadRecord, ThreadSummary, ToolCallRecord
+from agora_agent.records import ApprovalRecord, MessageRecord, ThreadRecord, ThreadSummary, ToolCallRecord
 
 __all__ = [
     "AbortedResponse",

@@ -151,7 +151,7 @@ async def test_load_thread_returns_what_the_per_table_reads_return(sql_backend: 
     """On PostgreSQL `load_thread` is one statement of JSON aggregates: the records it builds equal those the
     plain per-table reads build (timestamps, JSON values with floats and nulls, booleans, non-ASCII text)."""
     from agora_agent.messages import ToolCall
-    from agora_agent.stores.base import ToolCallRecord
+    from agora_agent.records import ToolCallRecord
 
     store = sql_backend.store
     thread = await store.create_thread(actor_ref="alice", title="t \u00e9")

@@ -97,7 +97,7 @@ async def test_long_composed_ids_fit(empty_db_url: str) -> None:
     """Ids the loop composes (`<run id>:<message id>`) or callers pass are up to 255 characters."""
     from datetime import UTC, datetime
 
-    from agora_agent.stores.base import RunRecord, UsageRecord
+    from agora_agent.records import RunRecord, UsageRecord
 
     backend = await open_sql_backend(empty_db_url, auto_create_tables=True)
     try:

@@ -9,7 +9,8 @@ import pytest
 from agora_agent.actors import Actor
 from agora_agent.errors import NotFoundError
 from agora_agent.governance.quota import Budget
-from agora_agent.stores.base import ModelStep, QuotaSettlement, UsageRecord
+from agora_agent.records import UsageRecord
+from agora_agent.stores.base import ModelStep, QuotaSettlement
 from agora_agent.stores.sql import SqlBackend
 
 ALICE = Actor(id="alice", tenant_ref="acme")

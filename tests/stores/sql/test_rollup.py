@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import sqlalchemy as sa
 
-from agora_agent.stores.base import RunRecord, UsageRecord
+from agora_agent.records import RunRecord, UsageRecord
 from agora_agent.stores.sql import SqlBackend, create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.migrate import upgrade
 from agora_agent.stores.sql.rollup import rebuild_usage_daily

@@ -23,7 +23,7 @@ from agora_agent.governance.quota import QuotaUsage, Reservation
 from agora_agent.loop import RunInput
 from agora_agent.messages import Attachment, ModelMessage, ModelTurn, ToolCall, ToolResult, Usage
 from agora_agent.rag.types import Passage
-from agora_agent.stores.base import ApprovalRecord, MessageRecord, RunRecord, ThreadRecord, ToolCallRecord
+from agora_agent.records import ApprovalRecord, MessageRecord, RunRecord, ThreadRecord, ToolCallRecord
 from agora_agent.streaming.frames import AgentFrame, ComponentFrame, ErrorFrame, TextFrame, ToolFrame
 
 __all__ = ["decode", "encode", "register"]

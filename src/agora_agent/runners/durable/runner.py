@@ -46,11 +46,12 @@ from agora_agent.errors import (
 )
 from agora_agent.loop import ApprovalDecision, LoopDeps, PendingApproval, RunInput, run_agent_loop
 from agora_agent.loop.interface import HANDED_OVER
+from agora_agent.records import ApprovalRecord, RunRecord, ToolCallPatch
 from agora_agent.runners.durable.codec import decode, encode
 from agora_agent.runners.durable.events import ReplayAwareTelemetry
 from agora_agent.runners.durable.live import LiveFrames
 from agora_agent.runners.durable.settings import DurableConfig
-from agora_agent.stores.base import AgentStore, ApprovalRecord, RunRecord, ToolCallPatch
+from agora_agent.stores.base import AgentStore
 from agora_agent.streaming.frames import (
     AgentFrame,
     ComponentFrame,

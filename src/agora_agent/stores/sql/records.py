@@ -6,14 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agora_agent.messages import Attachment, ToolCall, stored_usage
-from agora_agent.stores.base import (
-    ApprovalRecord,
-    MessageRecord,
-    RunRecord,
-    ThreadRecord,
-    ToolCallRecord,
-    UsageRecord,
-)
+from agora_agent.records import ApprovalRecord, MessageRecord, RunRecord, ThreadRecord, ToolCallRecord, UsageRecord
 
 __all__ = [
     "approval_record",

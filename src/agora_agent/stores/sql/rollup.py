@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agora_agent.stores.base import UsageRecord
+from agora_agent.records import UsageRecord
 from agora_agent.stores.sql.tables import MICROS_PER_DAY, run_daily, to_micros, usage_daily
 
 __all__ = [

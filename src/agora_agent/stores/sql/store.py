@@ -26,10 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.messages import Attachment, ToolCall
-from agora_agent.stores.base import (
+from agora_agent.records import (
     ApprovalRecord,
     MessageRecord,
-    ModelStep,
     RunRecord,
     RunStatus,
     ThreadHistory,
@@ -39,6 +38,7 @@ from agora_agent.stores.base import (
     ToolCallRecord,
     UsageRecord,
 )
+from agora_agent.stores.base import ModelStep
 from agora_agent.stores.sql import direct, pg_steps
 from agora_agent.stores.sql import records as rec
 from agora_agent.stores.sql.quota import (
