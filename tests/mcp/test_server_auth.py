@@ -182,4 +182,5 @@ def test_mounting_an_unknown_agent_is_a_configuration_error() -> None:
     app = create_app(config())
     with pytest.raises(ConfigurationError) as caught:
         mount_mcp(app, auth=fixed_actor(Actor("ops")), agent="nope")
+    assert (caught.value.code, caught.value.option) == ("unknown_agent", "agent")
     assert isinstance(caught.value.__cause__, NotFoundError)

@@ -203,7 +203,7 @@ class MCPEndpoint:
         try:
             self._agent = service.agent(agent)  # whose allow-list and actor resolver apply
         except NotFoundError as exc:
-            raise ConfigurationError(f"mount_mcp: {exc}") from exc
+            raise ConfigurationError(f"mount_mcp: {exc}", code="unknown_agent", option="agent") from exc
         self.tools = frozenset(tools) if tools is not None else None
         self.resource_url = resource_url
         # Seals the elicitation round trip (modern protocol); share it across workers behind a load balancer.
