@@ -6,12 +6,14 @@ them to and from the wire.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 __all__ = [
     "Attachment",
+    "MessageSeq",
     "ModelMessage",
     "ModelRequest",
     "ModelTurn",
@@ -119,12 +121,67 @@ class Usage:
         )
 
 
+class MessageSeq(Sequence[ModelMessage]):
+    """A history followed by the messages added after it, read as one immutable sequence without copying the
+    history: the loop's `ModelRequest.messages` (a long thread's step costs what a short one's does).
+
+    `head` must not change while the sequence is in use (the loop never changes a run's loaded history).
+    Compares equal to any sequence of the same messages; slicing and `+` give tuples."""
+
+    __slots__ = ("_head", "_len", "_split", "_tail")
+
+    def __init__(self, head: Sequence[ModelMessage], tail: tuple[ModelMessage, ...] = ()) -> None:
+        self._head = head
+        self._tail = tail
+        self._split = len(head)
+        self._len = self._split + len(tail)
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> ModelMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ModelMessage, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> ModelMessage | tuple[ModelMessage, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        i = index + self._len if index < 0 else index
+        if not 0 <= i < self._len:
+            raise IndexError("message index out of range")
+        return self._head[i] if i < self._split else self._tail[i - self._split]
+
+    def __iter__(self) -> Iterator[ModelMessage]:
+        return itertools.chain(self._head, self._tail)
+
+    def __reversed__(self) -> Iterator[ModelMessage]:
+        return itertools.chain(reversed(self._tail), reversed(self._head))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == self._len and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other: Sequence[ModelMessage]) -> tuple[ModelMessage, ...]:
+        return (*self, *other)
+
+    def __repr__(self) -> str:
+        return f"MessageSeq({tuple(self)!r})"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelRequest:
-    """Everything one model turn needs. `model_id` is the agent's configured model id, if any."""
+    """Everything one model turn needs. `model_id` is the agent's configured model id, if any.
+
+    `messages` is a tuple, or (from the loop) a `MessageSeq`: iterate, index or slice it, never assume a tuple."""
 
     system: str
-    messages: tuple[ModelMessage, ...]
+    messages: Sequence[ModelMessage]
     tools: tuple[ToolDefinition, ...] = ()
     model_id: str | None = None
 

@@ -31,7 +31,7 @@ from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, handed_over
 from agora_agent.loop.tool_calls import handle_tool_call
-from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
+from agora_agent.messages import MessageSeq, ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
 from agora_agent.records import UsageRecord
 from agora_agent.stores.base import ModelStep, QuotaSettlement
@@ -136,14 +136,16 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
 async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     agent = deps.agent
     store = deps.store
-    state, system, thread_title, messages = await _open_run(deps, run, hooks)
+    state, system, thread_title, history = await _open_run(deps, run, hooks)
+    added: list[ModelMessage] = []  # this run's messages; the loaded history is never changed (MessageSeq)
     last_text = ""
     steps = 0
     total_in = total_out = 0
     known_cost: float | None = None
     for i in range(deps.max_steps):
         tools = await _offered_tools(state)
-        request = ModelRequest(system=system, messages=tuple(messages), tools=tools, model_id=agent.model_id)
+        messages = MessageSeq(history, tuple(added))  # no copy of the whole thread per step
+        request = ModelRequest(system=system, messages=messages, tools=tools, model_id=agent.model_id)
         asked = time.perf_counter()
         turn, reservation = await _model_step(state, i, request)
         latency_ms = int((time.perf_counter() - asked) * 1000)
@@ -160,11 +162,11 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         await effect(hooks, f"persist:assistant:{i}", partial(store.record_model_step, step))
         if reservation is not None and reservation.watch:
             await _thresholds(state, reservation)
-        messages.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
+        added.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
             break
         results = [await handle_tool_call(state, call, step.message_id) for call in turn.tool_calls]
-        messages.append(ModelMessage(role="tool", tool_results=tuple(results)))
+        added.append(ModelMessage(role="tool", tool_results=tuple(results)))
     # ARCH-LOOP-18: max_steps exhausted while the model still asks for tools ends the run quietly.
 
     title = derive_title(run.user_text) if thread_title in ("", "New chat") else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from agora_agent.errors import ConfigurationError, ModelError
@@ -201,7 +201,7 @@ def _usage(tokens: Mapping[str, int | None]) -> Usage:
     )
 
 
-def to_anthropic_messages(messages: tuple[ModelMessage, ...]) -> list[dict[str, Any]]:
+def to_anthropic_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
     """Neutral history -> Messages `messages`: tool results become `tool_result` blocks in a user turn.
 
     Consecutive turns of one role are merged (tool results followed by a new user message become
