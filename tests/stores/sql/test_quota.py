@@ -137,3 +137,40 @@ async def test_fifty_concurrent_cycles_at_the_budget_edge_overshoot_at_most_one_
         assert (
             await conn.scalar(sa.select(sa.func.count()).select_from(budget_counter)) == 1
         )  # only the actor has a budget
+
+
+@pytest.mark.postgres
+async def test_a_first_grant_committed_by_another_process_mid_reserve_is_granted_again(tmp_path: Path) -> None:
+    """Two processes' first reservations of a period race: B's counter row commits between A's grant UPDATE
+    (no row yet) and A's read of the row. A must grant against B's row, not refuse with headroom left
+    (the durable chaos test met this once: "actor 'user2' has no budget headroom left" at a 10**9 limit)."""
+    import psycopg  # the sync driver DBOS brings: "process B" writes outside A's engine
+
+    async with empty_database("postgres", tmp_path) as url:
+        backend = await open_sql_backend(url, auto_create_tables=True)
+        fired: list[tuple[object, ...]] = []
+
+        def other_process_commits_the_row(
+            conn: object, cursor: object, statement: str, parameters: object, context: object, many: bool
+        ) -> None:
+            if fired or not statement.lstrip().upper().startswith("SELECT") or "agent_budget_counter" not in statement:
+                return
+            scope, key, period = tuple(parameters)[:3]  # type: ignore[call-overload]
+            fired.append((scope, key, period))
+            with psycopg.connect(url.replace("+asyncpg", ""), autocommit=True) as other:
+                other.execute(
+                    "INSERT INTO agent_budget_counter (scope, key, period, used_tokens, used_usd, reserved_tokens,"
+                    " reserved_usd) VALUES (%s, %s, %s, 0, 0, 500, 0)",
+                    (scope, key, period),
+                )
+
+        sa.event.listen(backend.engine.sync_engine, "before_cursor_execute", other_process_commits_the_row)
+        try:
+            quota = backend.quota(Budget(tokens_per_actor=10**9, reserve_tokens=500))
+            await quota.reserve(ALICE, DAY, reservation_id=rid(), tokens=500, usd=0)
+            assert fired, "the interleaving was not forced: the test no longer reaches the counter read"
+            usage = await quota.usage(ALICE, DAY)
+            assert (usage.used_tokens, usage.reserved_tokens) == (0, 1_000)  # B's grant and A's, both counted
+        finally:
+            sa.event.remove(backend.engine.sync_engine, "before_cursor_execute", other_process_commits_the_row)
+            await backend.close()

@@ -360,8 +360,10 @@ class SqlQuotaStore:
             start, end = period_bounds(counter["_period"])
             seed_tokens, seed_usd = ledger_totals(conn, limit.scope, limit.key, start, end)
             conn.execute(self._seed, {**counter, "_seed_tokens": seed_tokens, "_seed_usd": seed_usd})
-            if conn.execute(grant, params).rowcount:
-                return
+        # Grant again whether the row was seeded here or appeared meanwhile: on PostgreSQL another process's
+        # first grant may commit the row between the UPDATE above and the read (READ COMMITTED).
+        if conn.execute(grant, params).rowcount:
+            return
         error = refusal(limit, day, *_used(conn, *limit.counter(day)))
         raise error or QuotaExceededError(f"{limit.scope} '{limit.key}' has no budget headroom left")
 
