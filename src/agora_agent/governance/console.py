@@ -4,8 +4,8 @@ Built from the store (messages with their usage JSON, tool-call audit rows, appr
 governance queries (usage ledger rows with their stored cost and price id, child runs). Times are UTC;
 `offset_ms` of a step is from the run's start, so a UI can draw the waterfall without date arithmetic.
 
-Model-call latency comes from the assistant message's usage JSON (`latency_ms`, recorded by the loop since
-issue 15); older messages have none, so their start falls back to the previous step's end.
+Model-call latency comes from the assistant message's usage JSON (`latency_ms`, recorded by the loop);
+messages stored before the loop recorded it have none, so their start falls back to the previous step's end.
 """
 
 from __future__ import annotations

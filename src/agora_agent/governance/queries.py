@@ -110,7 +110,7 @@ class ToolCallActivityRow(_Row):
     status: str
     thread_id: str
     created_at: datetime
-    # the audit columns (issue 15): who ran it, the policy decision, who decided, the reason and the arguments
+    # the audit columns: who ran it, the policy decision, who decided, the reason and the arguments
     run_id: str | None = None
     actor_ref: str | None = None
     policy_decision: str | None = None
@@ -184,7 +184,7 @@ class RunToolCallRow(_Row):
     error: str | None
     execution_ms: int | None
     created_at: datetime
-    # the audit columns (issue 15)
+    # the audit columns
     actor_ref: str | None = None
     policy_decision: str | None = None
     decided_by: str | None = None

@@ -366,7 +366,7 @@ class MemoryGovernanceQueries:
             messages=[_message_row(m) for m in newest_messages],
         )
 
-    # -- console (issue 15): child runs for the inspector, the audit for a time range --
+    # -- console: child runs for the inspector, the audit for a time range --
 
     async def child_runs(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunSummaryRow]:
         """Runs delegated from `run_id`, oldest first."""

@@ -14,7 +14,7 @@ raises the refusing stage's error, then validates the arguments:
 
 A predicate that raises refuses (fail closed) and is logged with the tool's name.
 
-Within one run the loop walks the chain through a `ChainMemo` (issue #18): a tool whose every stage is a
+Within one run the loop walks the chain through a `ChainMemo`: a tool whose every stage is a
 constant or a pure function of the actor and the spec — enabled a plain bool, no `can_use`, no `describe()`,
 a roles policy that declares itself `pure` — has the same verdict for the whole run, so it is walked once
 and remembered. Any other tool (a callable enabled flag, a `can_use`, a `describe()`, an ability service) is

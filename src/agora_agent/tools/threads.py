@@ -1,4 +1,4 @@
-"""The worker threads a sync tool runs in: persistent, with a light hand-off (issue #18).
+"""The worker threads a sync tool runs in: persistent, with a light hand-off.
 
 `anyio.to_thread.run_sync` costs ~150 µs per call here (a checkpoint, a capacity limiter, a cancel scope,
 a `queue.Queue` with its condition variable); the hop itself — wake a parked thread, run, wake the loop —

@@ -1,0 +1,1 @@
+"""Alembic migrations of the RAG vector tables; one linear chain under `versions/`."""

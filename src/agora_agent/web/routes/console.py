@@ -1,4 +1,4 @@
-"""The console's routes (issue 15), gated like every `governance/*` route:
+"""The console's routes, gated like every `governance/*` route:
 
 - `GET governance/runs/{run_id}/inspect` — the run as a waterfall (model calls, tool calls, approval waits,
   delegations with their child runs, retrievals);

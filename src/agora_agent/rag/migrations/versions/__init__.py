@@ -1,0 +1,1 @@
+"""The RAG migration chain, one module per revision."""

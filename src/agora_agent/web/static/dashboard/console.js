@@ -1,4 +1,4 @@
-// The console's run views (issue 15): the inspector waterfall, two runs side by side, and the live feed.
+// The console's run views: the inspector waterfall, two runs side by side, and the live feed.
 // Reads GET governance/runs/{id}/inspect, governance/compare and governance/live. Plain ES module.
 import { h, prettyJson } from "./common/dom.js";
 import { formatUsd, formatCount, formatDuration, formatTimestamp, shortId } from "./common/format.js";
