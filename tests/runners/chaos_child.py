@@ -24,9 +24,9 @@ import time
 
 from agora_agent import Actor, AgentConfig, AgentService, Caller, ToolContext, tool
 from agora_agent.governance.quota import Budget
-from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from agora_agent.models.base import TextCallback
 from agora_agent.runners.durable import DurableConfig
+from tests.paying_model import PayingModel
 
 LEDGER = sys.argv[2] if len(sys.argv) > 2 else "ledger.db"
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 0)
@@ -55,24 +55,11 @@ def pay(amount: int, ctx: ToolContext) -> str:
     return f"paid {amount}"
 
 
-class PayingModel:
-    """Turn 0 streams a few words and asks to pay; turn 1 answers. Each call takes a moment."""
-
-    model_id = "chaos-test"
-
-    async def run_turn(self, request: ModelRequest, on_text: TextCallback) -> ModelTurn:
-        for word in ("let", "me", "see "):
-            await on_text(word + " ")
-            await asyncio.sleep(rng.uniform(0, 0.04))
-        if request.messages[-1].role == "user":
-            amount = rng.randint(1, 100)
-            return ModelTurn(
-                text="",
-                tool_calls=(ToolCall(id=f"pay-{amount}", name="pay", input={"amount": amount}),),
-                usage=Usage(input_tokens=10, output_tokens=5),
-            )
-        await on_text("done")
-        return ModelTurn(text="done", usage=Usage(input_tokens=20, output_tokens=4))
+async def think(on_text: TextCallback) -> None:
+    """A few streamed words, a moment of thought between them."""
+    for word in ("let", "me", "see "):
+        await on_text(word + " ")
+        await asyncio.sleep(rng.uniform(0, 0.04))
 
 
 async def chatter(service: AgentService, actor: Actor) -> None:
@@ -117,7 +104,7 @@ async def main() -> None:
     logging.basicConfig(filename=f"{LEDGER}.{sys.argv[4]}.log", level=logging.WARNING, format="%(asctime)s %(message)s")
     ledger_schema(LEDGER)
     config = AgentConfig(
-        model=PayingModel(),
+        model=PayingModel("chaos-test", rng, think),
         tools=[pay],
         store=sys.argv[1],
         budget=Budget(tokens_per_actor=10**9, reserve_tokens=500),

@@ -18,9 +18,9 @@ import time
 
 from agora_agent import Actor, AgentConfig, AgentService, ToolContext, tool
 from agora_agent.governance.quota import Budget
-from agora_agent.messages import ModelRequest, ModelTurn, ToolCall, Usage
 from agora_agent.models.base import TextCallback
 from agora_agent.testing.helpers import OBSERVER
+from tests.paying_model import PayingModel
 
 LEDGER = sys.argv[2] if len(sys.argv) > 2 else "ledger.db"
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 0)
@@ -41,22 +41,9 @@ def pay(amount: int, ctx: ToolContext) -> str:
     return f"paid {amount}"
 
 
-class PayingModel:
-    """Turn 0 asks to pay; turn 1 answers. Each call takes a moment."""
-
-    model_id = "kill-test"
-
-    async def run_turn(self, request: ModelRequest, on_text: TextCallback) -> ModelTurn:
-        await asyncio.sleep(rng.uniform(0, 0.1))
-        if request.messages[-1].role == "user":
-            amount = rng.randint(1, 100)
-            return ModelTurn(
-                text="",
-                tool_calls=(ToolCall(id=f"pay-{amount}", name="pay", input={"amount": amount}),),
-                usage=Usage(input_tokens=10, output_tokens=5),
-            )
-        await on_text("done")
-        return ModelTurn(text="done", usage=Usage(input_tokens=20, output_tokens=4))
+async def think(on_text: TextCallback) -> None:
+    """A moment (a kill can land while a budget reservation is held)."""
+    await asyncio.sleep(rng.uniform(0, 0.1))
 
 
 async def worker(service: AgentService, actor: Actor) -> None:
@@ -78,7 +65,7 @@ async def worker(service: AgentService, actor: Actor) -> None:
 async def main() -> None:
     ledger_schema(LEDGER)
     config = AgentConfig(
-        model=PayingModel(),
+        model=PayingModel("kill-test", rng, think),
         tools=[pay],
         store=sys.argv[1],
         budget=Budget(tokens_per_actor=10**9, reserve_tokens=500),
