@@ -41,11 +41,6 @@ def now_utc() -> datetime:
 
 def serialize_output(output: Any) -> str:
     """Tool output as the model sees it: strings as-is, everything else as JSON."""
-    kind = type(output)
-    if kind is str:
-        return output  # type: ignore[no-any-return]
-    if kind is int:
-        return str(output)  # what json.dumps writes for an int, without the encoder
     if isinstance(output, str):
         return output
     return json.dumps(output, default=str, ensure_ascii=False)

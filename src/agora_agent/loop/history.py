@@ -82,15 +82,16 @@ async def load_history(store: AgentStore, thread_id: str, cache: HistoryCache | 
     base = kept.prefix if kept is not None and reuse else ()
     base_attachments = kept.attachments if kept is not None and reuse else False
     rendered, stable, anchor = _render(loaded.messages, loaded.tool_calls)
+    stable_attached = base_attachments or any(m.attachments for m in rendered[:stable])
     if cache is not None:
         if anchor is not None:
             prefix = (*base, *rendered[:stable])
-            attached = base_attachments or any(m.attachments for m in rendered[:stable])
-            cache.put(thread_id, _Kept(anchor=anchor, prefix=prefix, attachments=attached))
+            cache.put(thread_id, _Kept(anchor=anchor, prefix=prefix, attachments=stable_attached))
         elif loaded.complete:
             cache.forget(thread_id)
     title = loaded.thread.title if loaded.thread is not None else ""
-    history = History(base, attachments=base_attachments or any(m.attachments for m in rendered))
+    attached = stable_attached or any(m.attachments for m in rendered[stable:])
+    history = History(base, attachments=attached)
     history.extend(rendered)
     return title, history
 

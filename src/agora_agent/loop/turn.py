@@ -17,7 +17,6 @@ Where this loop decides differently from the reference:
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -42,16 +41,11 @@ __all__ = ["run_agent_loop"]
 
 _STEP_IDS = uuid.UUID("5f0c7c52-4d0e-4a53-9a38-6b1f1a4c2e71")
 """Namespace of the assistant message ids: uuid5(run id, step), the same on a durable replay."""
-_STEP_ID_PREFIX = _STEP_IDS.bytes
 
 
 def step_id(name: str) -> str:
-    """`str(uuid.uuid5(_STEP_IDS, name))`, without building a `UUID` (one per model step)."""
-    digest = bytearray(hashlib.sha1(_STEP_ID_PREFIX + name.encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """The id of a run's step `name`: the same on a durable replay."""
+    return str(uuid.uuid5(_STEP_IDS, name))
 
 
 async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
