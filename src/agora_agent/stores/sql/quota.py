@@ -126,6 +126,30 @@ def _key(scope: str, key: str, period: str) -> dict[str, Any]:
     return {"_scope": scope, "_key": key, "_period": period}
 
 
+def _reservation_row(reservation: Reservation, now: datetime) -> dict[str, Any]:
+    """The reservation's row (the keyed insert's columns; the one-statement reserve prefixes them `h_`)."""
+    return {
+        "id": reservation.id,
+        "scopes": [list(s) for s in reservation.scopes],
+        "period": reservation.period_key,
+        "tokens": reservation.tokens,
+        "usd": reservation.usd,
+        "created_at": now,
+        "run_id": reservation.run_id,
+        "expires_at": reservation.expires_at,
+    }
+
+
+def _limit_params(limit: Limit) -> dict[str, Any]:
+    """The grant statement's limit parameters: only the limits that apply."""
+    params: dict[str, Any] = {}
+    if limit.tokens is not None:
+        params["_limit_tokens"] = limit.tokens
+    if limit.usd is not None:
+        params["_limit_usd"] = limit.usd
+    return params
+
+
 def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> dict[str, Any] | None:
     return direct.execute(conn, _COUNTER, _key(scope, key, period)).first()
 
@@ -348,11 +372,7 @@ class SqlQuotaStore:
     def _grant_one(self, conn: sa.Connection, limit: Limit, day: str, tokens: int, usd: float) -> None:
         counter = _key(*limit.counter(day))
         grant = _GRANT[(limit.tokens is not None, limit.usd is not None)]
-        params = {**counter, "_tokens": tokens, "_usd": usd}
-        if limit.tokens is not None:
-            params["_limit_tokens"] = limit.tokens
-        if limit.usd is not None:
-            params["_limit_usd"] = limit.usd
+        params = {**counter, "_tokens": tokens, "_usd": usd, **_limit_params(limit)}
         if direct.execute(conn, grant, params).rowcount:
             return  # the common case: one statement per scope
         if _counter_row(conn, *limit.counter(day)) is None:
@@ -401,21 +421,7 @@ class SqlQuotaStore:
             # The reservation row first: if an earlier attempt committed (its reply lost to a dropped
             # connection), the insert conflicts before any counter moved, and the grant stands.
             try:
-                direct.execute(
-                    conn,
-                    _INSERT_RESERVATION,
-                    {
-                        "id": reservation_id,
-                        "scopes": [list(s) for s in reservation.scopes],
-                        "period": day,
-                        "tokens": tokens,
-                        "usd": usd,
-                        "created_at": now,
-                        "run_id": run_id,
-                        "expires_at": reservation.expires_at,
-                    },
-                    keyed=True,
-                )
+                direct.execute(conn, _INSERT_RESERVATION, _reservation_row(reservation, now), keyed=True)
             except sa.exc.IntegrityError:
                 raise _AlreadyGranted from None
             for limit in limits:
@@ -436,19 +442,9 @@ class SqlQuotaStore:
             "_id": reservation.id,
             "_tokens": reservation.tokens,
             "_usd": reservation.usd,
-            "h_id": reservation.id,
-            "h_scopes": [list(s) for s in reservation.scopes],
-            "h_period": reservation.period_key,
-            "h_tokens": reservation.tokens,
-            "h_usd": reservation.usd,
-            "h_created_at": now,
-            "h_run_id": reservation.run_id,
-            "h_expires_at": reservation.expires_at,
+            **{f"h_{name}": value for name, value in _reservation_row(reservation, now).items()},
+            **_limit_params(limit),
         }
-        if limit.tokens is not None:
-            params["_limit_tokens"] = limit.tokens
-        if limit.usd is not None:
-            params["_limit_usd"] = limit.usd
         stmt = reserve_statement(limit.tokens is not None, limit.usd is not None)
         outcome = (await self._units.one(stmt, params, write=True)).one()
         return bool(outcome["granted"] or outcome["held"])  # granted now, or by an earlier attempt whose reply was lost
