@@ -312,12 +312,12 @@ class MemoryQuotaStore:
         self._open: dict[str, Reservation] = {}
         self._claims = _Claims()
         self._pending: dict[str, list[ThresholdCrossing]] = {}
-        self._plans: dict[int, _Plan] = {}  # id(limits) -> plan (the plan holds the limits: the id stays theirs)
+        self._plans: dict[tuple[tuple[Limit, ...], str], _Plan] = {}  # by value: limits are read anew per chat
         self._open_cells: dict[str, tuple[_Counter, ...]] = {}  # an open reservation's counters, in scope order
 
     def _plan(self, limits: tuple[Limit, ...], day: str) -> _Plan:
-        plan = self._plans.get(id(limits))
-        if plan is not None and plan.limits is limits and plan.day == day:
+        plan = self._plans.get((limits, day))
+        if plan is not None:
             return plan
         scopes = tuple(limit.counter(day) for limit in limits)
         plan = _Plan(
@@ -330,7 +330,7 @@ class MemoryQuotaStore:
         )
         if len(self._plans) >= 1024:  # bounded: limits tuples are remembered per actor for a while only
             self._plans.clear()
-        self._plans[id(limits)] = plan
+        self._plans[(limits, day)] = plan
         return plan
 
     def _counter(self, scope: str, key: str, period: str) -> _Counter:
