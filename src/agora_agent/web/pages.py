@@ -164,26 +164,15 @@ async def _gate(request: Request, config: _PagesConfig) -> Response | None:
         return await _unauthenticated(request, settings, message)
     if not isinstance(actor, Actor):
         return await _unauthenticated(request, settings, "unauthorized")
-    if settings.authorize is None:  # the governance gate itself (a tenant admin's scope opens the page too)
-        decision = await evaluate_governance_gate(actor, request, config.governance_authorize)
-        if decision.ok:
-            return None
-        if isinstance(decision.response, Response):  # e.g. a RedirectResponse to the app's login page
-            return decision.response
-        message = decision.reason if debug and decision.reason else "forbidden"
-        return JSONResponse({"error": message}, status_code=403)
-    try:  # the page's own extra gate, which may answer with a Response (e.g. a redirect to a login page)
-        verdict = settings.authorize(actor, request)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
-    except Exception as exc:
-        message = str(exc) if debug and str(exc) else "forbidden"
-        return JSONResponse({"error": message}, status_code=403)
-    if isinstance(verdict, Response):
-        return verdict
-    if not verdict:
-        return JSONResponse({"error": "forbidden"}, status_code=403)
-    return None
+    # The page's own gate when it has one (it may answer with a Response, e.g. a redirect to a login page),
+    # else the governance gate itself (a tenant admin's scope opens the page too): asked the same way.
+    decision = await evaluate_governance_gate(actor, request, settings.authorize or config.governance_authorize)
+    if decision.ok:
+        return None
+    if isinstance(decision.response, Response):
+        return decision.response
+    message = decision.reason if debug and decision.reason else "forbidden"
+    return JSONResponse({"error": message}, status_code=403)
 
 
 async def _unauthenticated(request: Request, settings: DashboardConfig, message: str) -> Response:

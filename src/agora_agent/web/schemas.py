@@ -11,6 +11,7 @@ and empty values with a 422 that lists every field error.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=4096)  # a few dozen names, renamed on every row of every governance response
 def wire_name(name: str) -> str:
     """snake_case -> the reference's camelCase: `tool_call_id` -> `toolCallId`, `input_price_per_1m` ->
     `inputPricePer1m` (pydantic's `to_camel` would capitalise the unit: `Per1M`)."""
