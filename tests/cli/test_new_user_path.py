@@ -143,7 +143,9 @@ def test_ctrl_c_at_the_approve_prompt_rejects_and_leaves_with_one_line() -> None
 
 
 @pytest.mark.slow
-def test_serve_twice_on_one_port_fails_before_touching_the_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize("extra", [[], ["--reload"]], ids=["plain", "reload"])
+def test_serve_twice_on_one_port_fails_before_touching_the_store(tmp_path: Path, extra: list[str]) -> None:
+    """With `--reload` too: the reloader serves the socket `serve` bound itself (TCP_NODELAY, see test_net)."""
     (tmp_path / "cfg.py").write_text(
         "from agora_agent import AgentConfig\n"
         "from agora_agent.actors import HeaderActorResolver\n"
@@ -154,7 +156,7 @@ def test_serve_twice_on_one_port_fails_before_touching_the_store(tmp_path: Path)
     )
     port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    serve = [*CLI, "serve", "cfg:config", "--port", str(port), "--log-level", "warning"]
+    serve = [*CLI, "serve", "cfg:config", "--port", str(port), "--log-level", "warning", *extra]
     first = subprocess.Popen(serve, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}/agent"

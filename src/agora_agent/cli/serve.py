@@ -90,8 +90,6 @@ def serve(
     log_level: LogLevelOption = "info",
 ) -> None:
     """Serve your agent: the API under its path, the chat page at <path>/ui, the dashboard at <path>/dashboard."""
-    import uvicorn
-
     log_level = check_log_level("serve", log_level)
     try:
         app = build_app(load_target(target), target)
@@ -99,19 +97,34 @@ def serve(
         typer.echo(f"agora-agent serve: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"agora-agent serve {target} on http://{host}:{port}  (Ctrl+C to stop)")
+    sock = bind("serve", host, port)  # bound before start-up touches the store
     if reload:
-        os.environ[TARGET_ENV] = target
-        uvicorn.run(
-            "agora_agent.cli.serve:app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            reload=True,
-            reload_dirs=[os.getcwd()],
-            log_level=log_level,
-        )
+        _serve_reloading(target, sock, log_level=log_level)
     else:
-        run_on(bind("serve", host, port), app, log_level=log_level)  # bound before start-up touches the store
+        run_on(sock, app, log_level=log_level)
+
+
+def _serve_reloading(target: str, sock: Any, *, log_level: str) -> None:
+    """`uvicorn.run(..., reload=True)` on OUR socket: uvicorn's own `bind_socket` makes a proto-0 socket without
+    TCP_NODELAY, on which every SSE frame waits for the client's delayed ACK (see `_net.bind`)."""
+    import uvicorn
+    from uvicorn.supervisors import ChangeReload
+
+    os.environ[TARGET_ENV] = target
+    config = uvicorn.Config(
+        "agora_agent.cli.serve:app_from_env",
+        factory=True,
+        reload=True,
+        reload_dirs=[os.getcwd()],
+        log_level=log_level,
+    )
+    sock.set_inheritable(True)  # the reloader hands it to each worker process it starts
+    try:
+        ChangeReload(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
 
 
 def register(app: typer.Typer) -> None:
