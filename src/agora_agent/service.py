@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
@@ -52,7 +52,7 @@ from agora_agent.runners.base import RecordingRunner, Runner, StreamingRunner
 from agora_agent.runners.inline import InlineRunner
 from agora_agent.runners.transcript import follow_transcript
 from agora_agent.stores.attachments import ReadableAttachmentStore
-from agora_agent.stores.base import AgentStore
+from agora_agent.stores.base import AgentStore, NewThread
 from agora_agent.stores.memory import MemoryAgentStore
 from agora_agent.streaming.frames import StreamEvent
 from agora_agent.streaming.sink import MemoryTokenSink, StreamGap, StreamUnavailable, TokenSink
@@ -531,27 +531,28 @@ class AgentService:
             except QuotaExceededError as exc:
                 await self.telemetry.quota_refused(actor, exc, thread_id=thread_id)
                 raise
+        new_thread: NewThread | None = None
         if thread is None:
             chosen = definition.persona(persona)
-            thread = await self.store.create_thread(
+            new_thread = NewThread(
                 actor_ref=actor.id,
                 tenant_ref=actor.tenant_ref,
                 persona=chosen.id if chosen else (persona or definition.default_persona),
                 thread_id=new_thread_id,
             )
-        run_id = uuid.uuid4().hex
         record = RunRecord(
-            id=run_id,
-            thread_id=thread.id,
+            id=uuid.uuid4().hex,
+            thread_id=thread.id if thread is not None else "",  # a new thread's id is the store's
             agent_name=definition.name,
             actor_ref=actor.id,
             tenant_ref=actor.tenant_ref,
             started_at=datetime.now(UTC),
             durable=bool(self.config.durable),
         )
+        record = await self._record_run(runner, record, new_thread)
         run_input = RunInput(
-            run_id=run_id,
-            thread_id=thread.id,
+            run_id=record.id,
+            thread_id=record.thread_id,
             actor=actor,
             user_text=message,
             day=day,
@@ -561,14 +562,38 @@ class AgentService:
             attachments=tuple(attachments),
             ui_capabilities=frozenset(ui_capabilities) if ui_capabilities is not None else None,
         )
-        if self._records_runs(runner):  # durable: workflow first, so a crash in between loses no run
+        if self._records_runs(runner):
             await cast(RecordingRunner, runner).start_recorded(run_input, record)
-            return ChatStarted(run_id=run_id, thread_id=thread.id, run=record)
-        if isinstance(runner, InlineRunner):
-            await runner.claim(run_id)  # owner first: a crash right after the run row leaves a run someone owns
-        await self.store.record_run_start(record, active_stream=True)
-        await runner.start(run_input)
-        return ChatStarted(run_id=run_id, thread_id=thread.id, run=record)
+        else:
+            await runner.start(run_input)
+        return ChatStarted(run_id=record.id, thread_id=record.thread_id, run=record)
+
+    async def _record_run(self, runner: Runner, record: RunRecord, new_thread: NewThread | None) -> RunRecord:
+        """What is stored before a run starts; returns its row (with its thread's id).
+
+        Inline: ONE write (`AgentStore.open_run`) — the new thread, the run row with its rollup and active
+        stream, and its owner. Durable: only the new thread; the runner enqueues the workflow first and then
+        writes the run row (`start_recorded`), so a crash in between loses no run — the workflow carries the
+        row and writes it itself, and its thread must exist by then."""
+        if self._records_runs(runner):
+            if new_thread is None:
+                return record
+            created = await self.store.create_thread(**_thread_arguments(new_thread))
+            return replace(record, thread_id=created.id)
+        owner = await self._run_owner(runner, record.id)
+        opened = await self.store.open_run(record, new_thread=new_thread, owner_id=owner, active_stream=True)
+        return opened.run
+
+    async def _run_owner(self, runner: Runner, run_id: str) -> str | None:
+        """The lease owner `open_run` records with the run: the inline runner's process when its leases live in
+        the store's database (the service built both on one engine); any other lease store claims here, first,
+        so a crash right after the run row still leaves a run someone owns."""
+        if not isinstance(runner, InlineRunner):
+            return None
+        if self._backend is not None and runner.leases is self.leases:
+            return runner.owner_id
+        await runner.claim(run_id)
+        return None
 
     async def subscribe(
         self, caller: Actor | Caller, run: str | ChatStarted, *, after: int | None = None
@@ -872,6 +897,11 @@ class AgentService:
         if not (await self._ownership(caller, row.actor_ref, row.tenant_ref)).ok:
             raise ForbiddenError("forbidden")
         return row
+
+
+def _thread_arguments(spec: NewThread) -> dict[str, Any]:
+    """`create_thread`'s keyword arguments for the thread `spec` describes."""
+    return {f.name: getattr(spec, f.name) for f in fields(spec)}
 
 
 def _standing(approval: ApprovalRecord) -> dict[str, Any]:

@@ -154,6 +154,12 @@ class InlineRunner:
         self._events: dict[tuple[str, str], asyncio.Event] = {}
         self._requesters: dict[tuple[str, str], Actor] = {}  # fresh identity of a requester who decided
 
+    @property
+    def owner_id(self) -> str | None:
+        """This process's lease id when the runs it starts are claimed (leases configured), else None."""
+        identity = self.identity
+        return identity.id if self.leases is not None and identity is not None else None
+
     async def claim(self, run_id: str) -> None:
         """Record this process as the run's owner (before its run row exists, so no crash leaves it unowned)."""
         if self.leases is not None and self.identity is not None:

@@ -23,6 +23,9 @@ Contract highlights (every implementation must honour them):
   `record_run_start(..., active_stream=True)`, `record_model_step` (quota settle + assistant message +
   usage row + daily rollup), `record_tool_call(record, approval)`, `update_tool_call`,
   `record_run_end(..., thread_title=)`. `load_thread` reads a thread's history in one go.
+- `open_run` is a chat's whole start as ONE write transaction: the new thread (or a check that the given
+  one is live), the run row with its daily rollup, the thread's active stream and the run-owner lease row;
+  it writes exactly the rows `create_thread` + `record_run_start` (+ the lease store's `claim_run`) wrote.
 """
 
 from __future__ import annotations
@@ -58,8 +61,10 @@ __all__ = [
     "ApprovalStatus",
     "MessageRecord",
     "ModelStep",
+    "NewThread",
     "QuotaSettlement",
     "RecordReader",
+    "RunOpened",
     "RunRecord",
     "RunStatus",
     "ThreadHistory",
@@ -100,6 +105,27 @@ class ModelStep:
     usage: dict[str, Any] | None = None
     ledger: UsageRecord | None = None
     settlement: QuotaSettlement | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewThread:
+    """The thread `open_run` creates for its run: what `create_thread` takes (`thread_id`: a chosen id,
+    a ConflictError when it exists; None: the store picks one as `create_thread` does)."""
+
+    actor_ref: str
+    tenant_ref: str | None = None
+    persona: str = "default"
+    transient: bool = False
+    title: str = "New chat"
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOpened:
+    """What `open_run` stored: the run row, and the thread it created (None: the run went onto an existing one)."""
+
+    run: RunRecord
+    thread: ThreadRecord | None = None
 
 
 @runtime_checkable
@@ -173,6 +199,22 @@ class AgentStore(RecordReader, Protocol):
 
     # runs
     async def record_run_start(self, record: RunRecord, *, active_stream: bool = False) -> None: ...
+
+    async def open_run(
+        self,
+        record: RunRecord,
+        *,
+        new_thread: NewThread | None = None,
+        owner_id: str | None = None,
+        active_stream: bool = False,
+    ) -> RunOpened:
+        """A run's start as ONE write transaction: with `new_thread`, that thread is created and the run goes
+        onto it (`record.thread_id` is replaced by its id); without, `record.thread_id` must be a live thread
+        (NotFoundError when unknown or deleted, nothing written). Then the run row and its daily rollup, with
+        `active_stream` the thread's active stream, and with `owner_id` the run-owner lease row (the SQL
+        stores; a memory store keeps no leases: its runs die with the process). ConflictError: the chosen
+        thread id or the run id exists (nothing written)."""
+        ...
 
     async def record_run_end(
         self,

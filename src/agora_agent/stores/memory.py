@@ -15,6 +15,7 @@ which callers must treat as read-only.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -34,7 +35,7 @@ from agora_agent.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.base import ModelStep
+from agora_agent.stores.base import ModelStep, NewThread, RunOpened
 
 __all__ = ["MemoryAgentStore"]
 
@@ -94,22 +95,34 @@ class MemoryAgentStore:
         thread_id: str | None = None,
     ) -> ThreadRecord:
         """Create a thread owned by `actor_ref`; a chosen `thread_id` that exists -> ConflictError."""
-        if thread_id is not None and thread_id in self._threads:
-            raise ConflictError(f"thread {thread_id} already exists")
-        now = self._now()
-        thread = ThreadRecord(
-            id=thread_id or uuid.uuid4().hex,
+        spec = NewThread(
             actor_ref=actor_ref,
             tenant_ref=tenant_ref,
-            title=title,
             persona=persona,
             transient=transient,
+            title=title,
+            thread_id=thread_id,
+        )
+        return _clone(self._add_thread(spec))
+
+    def _add_thread(self, spec: NewThread, active_stream_id: str | None = None) -> ThreadRecord:
+        if spec.thread_id is not None and spec.thread_id in self._threads:
+            raise ConflictError(f"thread {spec.thread_id} already exists")
+        now = self._now()
+        thread = ThreadRecord(
+            id=spec.thread_id or uuid.uuid4().hex,
+            actor_ref=spec.actor_ref,
+            tenant_ref=spec.tenant_ref,
+            title=spec.title,
+            persona=spec.persona,
+            transient=spec.transient,
+            active_stream_id=active_stream_id,
             created_at=now,
             updated_at=now,
         )
         self._threads[thread.id] = thread
         self._messages[thread.id] = []
-        return _clone(thread)
+        return thread
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         """The thread, or None when unknown or soft-deleted."""
@@ -464,6 +477,31 @@ class MemoryAgentStore:
         thread = self._threads.get(record.thread_id)
         if active_stream and thread is not None:
             thread.active_stream_id = record.id
+
+    async def open_run(
+        self,
+        record: RunRecord,
+        *,
+        new_thread: NewThread | None = None,
+        owner_id: str | None = None,
+        active_stream: bool = False,
+    ) -> RunOpened:
+        """`create_thread` (with `new_thread`) + `record_run_start`, checked before anything is stored: no await
+        in between, so atomic under asyncio. No lease row: `owner_id` is not kept (see `AgentStore.open_run`)."""
+        if record.id in self._runs:
+            raise ConflictError(f"run {record.id} is already recorded")
+        created: ThreadRecord | None = None
+        if new_thread is not None:
+            created = self._add_thread(new_thread, record.id if active_stream else None)
+            record = dataclasses.replace(record, thread_id=created.id)
+        else:
+            thread = self._live_thread(record.thread_id)
+            if thread is None:
+                raise NotFoundError("thread not found")
+            if active_stream:
+                thread.active_stream_id = record.id
+        self._runs[record.id] = _clone(record)
+        return RunOpened(run=record, thread=None if created is None else _clone(created))
 
     async def record_run_end(
         self,

@@ -15,7 +15,25 @@ from agora_agent.stores.sql.engine import WRITE, retry_transient
 from agora_agent.stores.sql.tables import process, run, run_owner
 from agora_agent.stores.sql.units import units_for
 
-__all__ = ["SqlLeaseStore"]
+__all__ = ["SqlLeaseStore", "claim_run_statement"]
+
+
+def _build_claim(dialect_name: str) -> Any:
+    insert = (postgresql.insert if dialect_name == "postgresql" else sqlite.insert)(run_owner).values(
+        run_id=sa.bindparam("run_id"), owner_id=sa.bindparam("owner_id"), claimed_at=sa.bindparam("claimed_at")
+    )
+    return insert.on_conflict_do_update(
+        index_elements=[run_owner.c.run_id], set_={"owner_id": insert.excluded.owner_id}
+    )
+
+
+# Built once per dialect: a statement reused as is compiles once (`direct.compiled` is keyed by its identity).
+_CLAIMS = {name: _build_claim(name) for name in ("postgresql", "sqlite")}
+
+
+def claim_run_statement(dialect_name: str) -> Any:
+    """The upsert recording a run's owner; execute it with `{"run_id", "owner_id", "claimed_at"}`."""
+    return _CLAIMS["postgresql" if dialect_name == "postgresql" else "sqlite"]
 
 
 class SqlLeaseStore:
@@ -27,12 +45,7 @@ class SqlLeaseStore:
         # The one-statement writes (a run's claim is on the path to a chat's first byte) run as the stores'
         # units: inline on a SQLite file (no aiosqlite thread hop), in autocommit on PostgreSQL.
         self._units = units_for(engine)
-        insert = self._insert(run_owner).values(
-            run_id=sa.bindparam("run_id"), owner_id=sa.bindparam("owner_id"), claimed_at=sa.bindparam("claimed_at")
-        )
-        self._claim = insert.on_conflict_do_update(
-            index_elements=[run_owner.c.run_id], set_={"owner_id": insert.excluded.owner_id}
-        )
+        self._claim = claim_run_statement(engine.dialect.name)
 
     def _insert(self, table: sa.Table) -> postgresql.Insert | sqlite.Insert:
         return (postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)(table)

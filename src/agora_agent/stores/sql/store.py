@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -38,8 +38,8 @@ from agora_agent.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.base import ModelStep
-from agora_agent.stores.sql import direct, pg_steps
+from agora_agent.stores.base import ModelStep, NewThread, RunOpened
+from agora_agent.stores.sql import direct, pg_steps, run_start
 from agora_agent.stores.sql import records as rec
 from agora_agent.stores.sql.quota import (
     SqlQuotaStore,
@@ -606,6 +606,51 @@ class SqlAgentStore:
             await self._units.one(stmt, pg_steps.run_start_params(values, rollup), write=True)
         except sa.exc.IntegrityError as exc:
             raise ConflictError(conflict) from exc
+
+    async def open_run(
+        self,
+        record: RunRecord,
+        *,
+        new_thread: NewThread | None = None,
+        owner_id: str | None = None,
+        active_stream: bool = False,
+    ) -> RunOpened:
+        """The run's start as one transaction (SQLite) or one statement (PostgreSQL): `stores/sql/run_start.py`.
+        The owner row is the lease store's (`agent_run_owner`, this database's)."""
+        now = _now()
+        created: ThreadRecord | None = None
+        if new_thread is not None:
+            created = ThreadRecord(
+                id=new_thread.thread_id or _new_id(),
+                actor_ref=new_thread.actor_ref,
+                tenant_ref=new_thread.tenant_ref,
+                title=new_thread.title,
+                persona=new_thread.persona,
+                transient=new_thread.transient,
+                active_stream_id=record.id if active_stream else None,
+                created_at=now,
+                updated_at=now,
+            )
+            record = replace(record, thread_id=created.id)
+        rows = run_start.OpenRunRows(
+            thread=None if created is None else _thread_values(created),
+            run=_row(record),
+            rollup=run_daily_params(
+                record.started_at, record.agent_name, started=True, status=record.status, finished_at=record.finished_at
+            ),
+            owner=None if owner_id is None else {"run_id": record.id, "owner_id": owner_id, "claimed_at": now},
+        )
+        if not self._postgres:
+            await self._write(partial(run_start.open_run_unit, rows, active_stream))
+        else:
+            stmt = run_start.open_run_statement(created is not None, active_stream, owner_id is not None)
+            try:
+                outcome = (await self._units.one(stmt, run_start.open_run_params(rows), write=True)).one()
+            except sa.exc.IntegrityError as exc:
+                raise rows.run_conflict() from exc
+            if not outcome["live"]:
+                raise rows.thread_conflict() if created is not None else NotFoundError("thread not found")
+        return RunOpened(run=record, thread=created)
 
     async def record_run_end(
         self,
