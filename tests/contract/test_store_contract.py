@@ -7,6 +7,7 @@ keeps millisecond precision round-trips them exactly.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +19,7 @@ from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.governance.quota import Budget, MemoryQuotaStore
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import ApprovalRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
-from agora_agent.stores.base import AgentStore, ModelStep, QuotaSettlement
+from agora_agent.stores.base import AgentStore, ModelStep, NewThread, QuotaSettlement
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 
@@ -498,6 +499,77 @@ async def test_run_start_round_trips_and_owner_is_the_runs_actor(store: AgentSto
     assert await store.run_owner("run-1") == "delegate"
     assert await store.thread_owner(thread.id) == "alice"
     assert await store.get_run("missing") is None and await store.run_owner("missing") is None
+
+
+async def test_open_run_with_a_new_thread_writes_the_thread_and_the_run_as_one(store: AgentStore) -> None:
+    record = RunRecord(id="run-1", thread_id="", actor_ref="alice", tenant_ref="acme", agent_name="a", started_at=T0)
+    spec = NewThread(actor_ref="alice", tenant_ref="acme", persona="p1", title="Hi", transient=True)
+    opened = await store.open_run(record, new_thread=spec, owner_id="proc-1", active_stream=True)
+    thread = opened.thread
+    assert thread is not None and opened.run.thread_id == thread.id and thread.id
+    assert opened.run == dataclasses.replace(record, thread_id=thread.id)
+    assert await store.get_run("run-1") == opened.run
+    stored = await store.get_thread(thread.id)
+    assert stored is not None and stored == thread
+    assert (stored.actor_ref, stored.tenant_ref, stored.persona, stored.title, stored.transient) == (
+        "alice",
+        "acme",
+        "p1",
+        "Hi",
+        True,
+    )
+    assert stored.active_stream_id == "run-1" and utc(stored.created_at) and stored.updated_at == stored.created_at
+    assert await store.list_messages(thread.id) == []
+
+
+async def test_open_run_with_a_chosen_thread_id_that_exists_writes_nothing(store: AgentStore) -> None:
+    first = RunRecord(id="run-1", thread_id="", actor_ref="alice", started_at=T0)
+    opened = await store.open_run(first, new_thread=NewThread(actor_ref="alice", thread_id="ui-1"), active_stream=True)
+    assert opened.thread is not None and opened.thread.id == opened.run.thread_id == "ui-1"
+    second = RunRecord(id="run-2", thread_id="", actor_ref="alice", started_at=T0)
+    with pytest.raises(ConflictError):
+        await store.open_run(second, new_thread=NewThread(actor_ref="alice", thread_id="ui-1"), active_stream=True)
+    assert await store.get_run("run-2") is None
+    thread = await store.get_thread("ui-1")
+    assert thread is not None and thread.active_stream_id == "run-1"
+
+
+async def test_open_run_on_a_live_thread_sets_its_active_stream_only_when_asked(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    quiet = await store.open_run(run_record("run-1", thread))
+    assert quiet.thread is None and quiet.run == run_record("run-1", thread)
+    got = await store.get_thread(thread.id)
+    assert got is not None and got.active_stream_id is None
+    await store.open_run(run_record("run-2", thread), owner_id="proc-1", active_stream=True)
+    got = await store.get_thread(thread.id)
+    assert got is not None and got.active_stream_id == "run-2"
+    assert [r.id for r in await store.list_runs_by_status("running")] == ["run-1", "run-2"]
+
+
+async def test_open_run_on_a_deleted_or_unknown_thread_is_not_found_and_writes_nothing(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    assert await store.soft_delete_thread(thread.id)
+    for thread_id in (thread.id, "no-such-thread"):
+        record = RunRecord(id=f"run-{thread_id}", thread_id=thread_id, actor_ref="alice", started_at=T0)
+        for active_stream in (True, False):
+            with pytest.raises(NotFoundError):
+                await store.open_run(record, owner_id="proc-1", active_stream=active_stream)
+        assert await store.get_run(record.id) is None
+    assert await store.list_runs_by_status("running") == []
+
+
+async def test_open_run_with_a_run_id_that_exists_writes_nothing(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    await store.record_run_start(run_record("run-1", thread))
+    again = RunRecord(id="run-1", thread_id="", actor_ref="bob", started_at=T0)
+    with pytest.raises(ConflictError):
+        await store.open_run(again, new_thread=NewThread(actor_ref="bob", thread_id="t-bob"), active_stream=True)
+    assert await store.get_thread("t-bob") is None and await store.list_threads("bob") == []
+    with pytest.raises(ConflictError):
+        await store.open_run(run_record("run-1", thread), active_stream=True)
+    got = await store.get_thread(thread.id)
+    assert got is not None and got.active_stream_id is None
+    assert await store.get_run("run-1") == run_record("run-1", thread)
 
 
 @pytest.mark.ref("STORE-20")

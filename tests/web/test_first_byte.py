@@ -29,17 +29,21 @@ from agora_agent.web import create_app
 from .conftest import is_admin, make_config
 
 
-async def _post_chat(app: Any, order: list[str]) -> None:
-    """POST /agent/chat through the bare ASGI interface, noting in `order` each message the app sends."""
-    body = json.dumps({"message": "hi"}).encode()
+async def _post_chat(
+    app: Any, order: list[str], path: str = "/agent/chat", payload: dict[str, Any] | None = None
+) -> list[bytes]:
+    """POST `payload` to `path` through the bare ASGI interface, noting in `order` each message the app sends;
+    returns the body's chunks."""
+    body = json.dumps(payload or {"message": "hi"}).encode()
+    chunks: list[bytes] = []
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
         "method": "POST",
         "scheme": "http",
-        "path": "/agent/chat",
-        "raw_path": b"/agent/chat",
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
         "headers": [
@@ -70,11 +74,13 @@ async def _post_chat(app: Any, order: list[str]) -> None:
         if message["type"] == "http.response.start":
             order.append(f"start {message['status']}")
         elif message.get("body"):
-            order.append("meta" if message["body"].startswith(b"event: meta") else "frame")
+            order.append("meta" if not chunks else "frame")
+            chunks.append(message["body"])
         if message["type"] == "http.response.body" and not message.get("more_body"):
             ended = True
 
     await app(scope, receive, send)
+    return chunks
 
 
 async def test_the_head_and_meta_frame_leave_before_the_run_takes_its_first_step() -> None:
@@ -86,9 +92,47 @@ async def test_the_head_and_meta_frame_leave_before_the_run_takes_its_first_step
 
     app = create_app(make_config(script))
     async with app.state.agent_service:
-        await _post_chat(app, order)
+        chunks = await _post_chat(app, order)
     assert order[:3] == ["start 200", "meta", "model"], order
-    assert order.count("meta") == 1 and "frame" in order
+    assert chunks[0].startswith(b"event: meta") and order.count("meta") == 1 and "frame" in order
+
+
+_USER_TEXT = [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]
+_FRONTENDS = {
+    "ai-sdk": ("/agent/ai-sdk/chat", {"id": "chat-1", "messages": _USER_TEXT}, b'data: {"type":"start"'),
+    "ag-ui": (
+        "/agent/ag-ui",
+        {
+            "threadId": "t-1",
+            "runId": "r-1",
+            "messages": [{"id": "m1", "role": "user", "content": "hi"}],
+            "state": {},
+            "tools": [],
+            "context": [],
+            "forwardedProps": {},
+        },
+        b'data: {"type":"RUN_STARTED"',
+    ),
+}
+
+
+@pytest.mark.parametrize("frontend", sorted(_FRONTENDS))
+async def test_the_frontend_routes_send_their_head_and_opening_events_before_the_runs_first_step(
+    frontend: str,
+) -> None:
+    path, payload, opening = _FRONTENDS[frontend]
+    order: list[str] = []
+
+    def script(request: ModelRequest, turn: int) -> ScriptedTurn:
+        order.append("model")
+        return ScriptedTurn(text="Hello there")
+
+    app = create_app(make_config(script))
+    async with app.state.agent_service:
+        chunks = await _post_chat(app, order, path, payload)
+    assert order[:3] == ["start 200", "meta", "model"], order
+    assert chunks[0].startswith(opening), chunks[0]
+    assert b"Hello" in b"".join(chunks)  # the run streamed after the opening events
 
 
 async def test_subscribe_to_what_chat_returned_checks_the_recorded_run_without_reading_it(

@@ -104,11 +104,14 @@ async def encode_run(
     still_parked: Callable[[StreamEvent], Awaitable[Parked | None]],
     summary: Callable[[], Awaitable[RunSummary | None]],
     on_error: Callable[[BaseException], None] | None = None,
+    started: bool = False,
 ) -> AsyncIterator[bytes]:
     """Drive `encoder` over `events`. `still_parked` is asked at each park (the approval may already
-    be decided — e.g. on a replay — and then the stream goes on); `summary` at the end."""
-    for chunk in encoder.start():
-        yield chunk
+    be decided — e.g. on a replay — and then the stream goes on); `summary` at the end. `started`: the
+    caller sent `encoder.start()` itself (with the response's head)."""
+    if not started:
+        for chunk in encoder.start():
+            yield chunk
     try:
         async for event in events:
             for chunk in encoder.event(event):

@@ -301,7 +301,8 @@ def stream_response(
     *,
     ping_seconds: float,
 ) -> Response:
-    """The SSE response of one encoder over the run's events, with the run/thread headers."""
+    """The SSE response of one encoder over the run's events, with the run/thread headers; its head and the
+    encoder's opening events are written as soon as the response is called."""
 
     async def still_parked(event: StreamEvent) -> Parked | None:
         frame = event.frame
@@ -320,13 +321,17 @@ def stream_response(
     def on_error(exc: BaseException) -> None:
         logger.error("agora-agent: streaming run %s failed", run_id, exc_info=exc)
 
+    # The encoder's opening events go out with the head at once, before the run's first step (as `POST /chat`
+    # sends its `meta` frame): the same bytes, only sooner.
+    first = b"".join(encoder.start())
     body = encode_run(
         encoder,
         events,
         still_parked=still_parked,
         summary=lambda: run_summary(service, caller, run_id),
         on_error=on_error,
+        started=True,
     )
     headers = {**encoder.headers, "X-Agent-Run-Id": run_id, "X-Agent-Thread-Id": thread_id}
-    response: Response = event_source_response(body, headers=headers, ping_seconds=ping_seconds)
+    response: Response = event_source_response(body, headers=headers, ping_seconds=ping_seconds, first=first or None)
     return response
