@@ -20,13 +20,15 @@ from fastapi.routing import APIRoute
 
 from agora_agent import AgentService
 from agora_agent.actors import Actor
+from agora_agent.client.frames import parse_sse_text
 from agora_agent.errors import ForbiddenError
 from agora_agent.messages import ModelRequest
 from agora_agent.service import ChatStarted
 from agora_agent.testing import ScriptedTurn
 from agora_agent.web import create_app
+from agora_agent.web.routes.chat import chat as chat_route
 
-from .conftest import is_admin, make_config
+from .conftest import ALICE, BOB, asgi_client, is_admin, make_config
 
 
 async def _post_chat(
@@ -184,3 +186,45 @@ def test_no_route_dependency_runs_on_a_worker_thread() -> None:
         if not inspect.iscoroutinefunction(call)
     }
     assert len(routes) > 20 and not sync, sorted(sync)
+
+
+_CHAT_BODIES: list[tuple[dict[str, str], Any]] = [
+    (ALICE, {"message": "hi"}),
+    (ALICE, {"message": "hi", "extra": 1, "page_context": {"page": "/x"}}),  # unknown keys ignored, snake_case too
+    (ALICE, {"message": "hi", "agent": "nope"}),  # 404 naming the known agents
+    (ALICE, {"message": "hi", "persona": "grumpy"}),  # 422 from the service
+    (ALICE, {"message": "hi", "threadId": "no-such-thread"}),  # 404
+    (BOB, {"message": "hi", "threadId": "<alice's>"}),  # 403
+    ({}, {"message": "hi"}),  # 401
+    ({}, {"message": ""}),  # 401 before 422
+    (ALICE, {"message": ""}),  # 422 (FastAPI's path)
+    (ALICE, {"message": "hi", "threadId": 5}),
+    (ALICE, [1, 2]),
+]
+
+
+async def _answers(client: Any, thread_id: str) -> list[tuple[int, Any]]:
+    out: list[tuple[int, Any]] = []
+    for headers, body in _CHAT_BODIES:
+        if isinstance(body, dict) and body.get("threadId") == "<alice's>":
+            body = {**body, "threadId": thread_id}
+        r = await client.post("/agent/chat", json=body, headers=headers)
+        if r.status_code == 200:
+            out.append((200, [event for event, _, _ in parse_sse_text(r.text)]))
+        else:
+            out.append((r.status_code, r.json()))
+    return out
+
+
+async def test_the_direct_chat_handler_answers_every_request_as_fastapis_handling_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = []
+    for direct in (True, False):
+        if not direct:  # the endpoint without its direct handler: every request through FastAPI, as before
+            monkeypatch.delattr(chat_route, "_agora_direct_handler")
+        async with asgi_client(make_config()) as (client, _service):
+            first = await client.post("/agent/chat", json={"message": "hi"}, headers=ALICE)
+            answers.append(await _answers(client, first.headers["x-agent-thread-id"]))
+    assert answers[0] == answers[1]
+    assert [status for status, _ in answers[0]] == [200, 200, 404, 422, 404, 403, 401, 401, 422, 422, 422]

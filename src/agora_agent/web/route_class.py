@@ -11,8 +11,10 @@ handlers or middleware. So each route's handler is wrapped here, in this order:
    them); a cookie-carrying unsafe request from another site (`Origin` / `Sec-Fetch-Site` not this host
    and not in `trusted_origins`) -> 403; a body that is not `application/json` -> 415; JSON nested
    deeper than `MAX_JSON_DEPTH` or carrying `\u0000` -> 400;
-5. the endpoint; any `AgoraError`, validation error or framework HTTP error becomes its JSON body via
-   the one table in `web/errors.py`; anything else is a logged 500 without a traceback.
+5. the endpoint's direct handler when it has one (`direct_handler`: it may answer a request itself, after
+   every check above, and otherwise leaves it to FastAPI), else the endpoint through FastAPI; any
+   `AgoraError`, validation error or framework HTTP error becomes its JSON body via the one table in
+   `web/errors.py`; anything else is a logged 500 without a traceback.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "CONTEXT_STATE",
     "carries_upload",
     "current_actor",
+    "direct_handler",
     "make_route_class",
     "resolves_own_identity",
     "set_actor",
@@ -55,6 +58,7 @@ CONTEXT_STATE = "agora_route_context"
 """The `request.state` attribute holding the router's shared context (read by `web/deps.py`)."""
 _OWN_IDENTITY = "_agora_resolves_own_identity"
 _UPLOAD = "_agora_carries_upload"
+_DIRECT = "_agora_direct_handler"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,6 +73,22 @@ def carries_upload(endpoint: F) -> F:
     """Mark an endpoint whose body is a file upload: it is capped at the router's `upload_max_bytes`."""
     setattr(endpoint, _UPLOAD, True)
     return endpoint
+
+
+DirectHandler = Callable[[Request], Awaitable[Response | None]]
+
+
+def direct_handler(direct: DirectHandler) -> Callable[[F], F]:
+    """Give an endpoint a handler the route class asks first, once the request passed steps 1-4: it answers
+    with a Response, or returns None to leave the request to FastAPI's own handling of the endpoint (its
+    dependencies, body validation and 422s), which then runs as if it had not been asked. The endpoint's
+    signature still documents the route (OpenAPI) and still serves every request the handler declines."""
+
+    def mark(endpoint: F) -> F:
+        setattr(endpoint, _DIRECT, direct)
+        return endpoint
+
+    return mark
 
 
 async def current_actor(request: Request) -> Actor:
@@ -213,6 +233,7 @@ def make_route_class(
             handler = super().get_route_handler()
             own_identity = bool(getattr(self.endpoint, _OWN_IDENTITY, False))
             uploads = bool(getattr(self.endpoint, _UPLOAD, False)) and upload_max_bytes is not None
+            direct: DirectHandler | None = getattr(self.endpoint, _DIRECT, None)
             limit = upload_max_bytes if uploads and upload_max_bytes is not None else max_bytes
 
             async def guarded(request: Request) -> Response:
@@ -227,6 +248,10 @@ def make_route_class(
                         set_actor(request, await authenticate(request))
                     await _read_capped(request, limit)
                     _check_edge(request, trusted_origins=trusted_origins, json_body=not uploads)
+                    if direct is not None:
+                        answered = await direct(request)
+                        if answered is not None:
+                            return answered
                     return await handler(request)
                 except ClientDisconnect:
                     return Response(status_code=400)  # nobody is listening any more
