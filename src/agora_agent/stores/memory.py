@@ -15,7 +15,6 @@ which callers must treat as read-only.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -493,7 +492,8 @@ class MemoryAgentStore:
         created: ThreadRecord | None = None
         if new_thread is not None:
             created = self._add_thread(new_thread, record.id if active_stream else None)
-            record = dataclasses.replace(record, thread_id=created.id)
+            record = _clone(record)  # the caller's record is left as it was
+            record.thread_id = created.id
         else:
             thread = self._live_thread(record.thread_id)
             if thread is None:

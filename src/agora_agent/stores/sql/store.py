@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import fields
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -631,7 +631,7 @@ class SqlAgentStore:
                 created_at=now,
                 updated_at=now,
             )
-            record = replace(record, thread_id=created.id)
+            record = _with_thread(record, created.id)
         rows = run_start.OpenRunRows(
             thread=None if created is None else _thread_values(created),
             run=_row(record),
@@ -713,6 +713,14 @@ def _row(record: Any) -> dict[str, Any]:
     """A record's fields as column values. Shallow, unlike `dataclasses.asdict` (which deep-copies every
     nested dict and list on the hot path): the JSON columns serialise nested values as they are."""
     return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _with_thread(record: RunRecord, thread_id: str) -> RunRecord:
+    """A copy of `record` on `thread_id` (shallow, as `_row`: `dataclasses.replace` re-runs `__init__`)."""
+    clone: RunRecord = object.__new__(RunRecord)
+    clone.__dict__.update(record.__dict__)
+    clone.thread_id = thread_id
+    return clone
 
 
 def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, Any], conflict: str) -> None:
