@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
+from sse_starlette import EventSourceResponse
 
 from agora_agent import AgentService
 from agora_agent.actors import Actor
@@ -27,6 +28,7 @@ from agora_agent.service import ChatStarted
 from agora_agent.testing import ScriptedTurn
 from agora_agent.web import create_app
 from agora_agent.web.routes.chat import chat as chat_route
+from agora_agent.web.sse import SSE_HEADERS, event_source_response
 
 from .conftest import ALICE, BOB, asgi_client, is_admin, make_config
 
@@ -228,3 +230,31 @@ async def test_the_direct_chat_handler_answers_every_request_as_fastapis_handlin
             answers.append(await _answers(client, first.headers["x-agent-thread-id"]))
     assert answers[0] == answers[1]
     assert [status for status, _ in answers[0]] == [200, 200, 404, 422, 404, 403, 401, 401, 422, 422, 422]
+
+
+async def _no_body() -> AsyncIterator[bytes]:
+    yield b""
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"X-Agent-Run-Id": "r-1", "X-Agent-Thread-Id": "t-1"},  # POST /chat
+        {"X-Agent-Run-Id": "r-1"},  # re-attach
+        {"x-vercel-ai-ui-message-stream": "v1", "X-Agent-Run-Id": "r-1", "X-Agent-Thread-Id": "t-1"},
+        {"cache-control": "no-store", "Connection": "close", "X-Agent-Run-Id": "r-1"},  # overrides collapse
+    ],
+)
+async def test_a_head_first_response_is_built_as_sse_starlette_builds_it(headers: dict[str, str]) -> None:
+    """The response is built from a plan (sse-starlette's `__init__` ran once for these header names): every
+    attribute and header as `EventSourceResponse.__init__` sets them, with this response's own values."""
+    for round_ in range(2):  # the first builds the plan, the second uses it
+        values = {name: f"{value}-{round_}" for name, value in headers.items()}
+        ours = event_source_response(_no_body(), headers=values, ping_seconds=15, first=b"event: meta\n\n")
+        theirs = EventSourceResponse(_no_body(), headers={**SSE_HEADERS, **values}, ping=15, sep="\n")
+        assert ours.raw_headers == theirs.raw_headers
+        mine, reference = dict(vars(ours)), dict(vars(theirs))
+        assert mine.pop("first") == b"event: meta\n\n"
+        for per_response in ("body_iterator", "_send_lock"):
+            assert mine.pop(per_response) is not reference.pop(per_response)
+        assert mine == reference

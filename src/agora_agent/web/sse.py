@@ -29,6 +29,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
 from pydantic_core import to_jsonable_python
 from sse_starlette import EventSourceResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -137,8 +138,17 @@ class _HeadFirstResponse(EventSourceResponse):
     on the wire are the same; only their timing changes.
     """
 
-    def __init__(self, first: bytes, body: AsyncIterator[bytes], **kwargs: Any) -> None:
-        super().__init__(body, **kwargs)
+    def __init__(self, first: bytes, body: AsyncIterator[bytes], *, headers: Mapping[str, str], **kwargs: Any) -> None:
+        plan = _plan(headers, kwargs)
+        if plan is None:
+            super().__init__(body, headers=headers, **kwargs)
+        else:  # what `EventSourceResponse.__init__` sets, from a response it built for the same options
+            attributes, raw = plan
+            self.__dict__.update(attributes)
+            self.body_iterator = body
+            values = tuple(headers.values())
+            self.raw_headers = [(name, v if isinstance(v, bytes) else values[v].encode("latin-1")) for name, v in raw]
+            self._send_lock = anyio.Lock()
         self.first = first
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -153,6 +163,41 @@ class _HeadFirstResponse(EventSourceResponse):
                 await send(message)
 
         await super().__call__(scope, receive, rest)
+
+
+# (header names, options) -> (the attributes `EventSourceResponse.__init__` sets, its raw header list with each value
+# given by the caller as its position in `headers`); None: that version of sse-starlette sets some mutable state we
+# do not know to renew, so every response is built by `__init__`.
+_Plan = tuple[dict[str, Any], list[tuple[bytes, bytes | int]]]
+_PLANS: dict[tuple[Any, ...], _Plan | None] = {}
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple)
+_RENEWED = frozenset({"body_iterator", "raw_headers", "_send_lock"})
+
+
+def _plan(headers: Mapping[str, str], options: dict[str, Any]) -> _Plan | None:
+    """How `_HeadFirstResponse` is built without running sse-starlette's `__init__` per response: its per-call
+    work (a `MutableHeaders` rebuilt header by header, the async-iterable check, the ping setter) costs ~10x
+    the copy. Worked out once per set of header names and options, from a response built the normal way."""
+    key = (*headers, *options.items())  # the options come in one order (`event_source_response`)
+    if key in _PLANS:
+        return _PLANS[key]
+    marks = {name: f"agora-header-{i}" for i, name in enumerate(headers)}
+    probe = EventSourceResponse(_no_events(), headers=marks, **options)
+    attributes = {k: v for k, v in vars(probe).items() if k not in _RENEWED}
+    position = {mark.encode("latin-1"): i for i, mark in enumerate(marks.values())}
+    plan: _Plan | None = (attributes, [(name, position.get(value, value)) for name, value in probe.raw_headers])
+    if not all(isinstance(v, _IMMUTABLE) for v in attributes.values()) or not isinstance(
+        getattr(probe, "_send_lock", None), anyio.Lock
+    ):
+        plan = None
+    if len(_PLANS) < 64:  # a handful of routes: never grows with traffic
+        _PLANS[key] = plan
+    return plan
+
+
+async def _no_events() -> AsyncIterator[bytes]:
+    return
+    yield  # an async generator that yields nothing
 
 
 def event_source_response(
