@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import sqlalchemy as sa
 from agora_agent.stores.sql import SqlBackend, create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.engine import is_transient_db_error, retry_transient
 from agora_agent.stores.sql.tables import budget_counter
+from agora_agent.stores.sql.units import units_for
 from tests.stores.sql.conftest import empty_database
 
 
@@ -97,3 +100,23 @@ async def test_a_connection_the_server_dropped_is_replaced_without_a_ping(tmp_pa
             assert [m.content for m in await store.list_messages(thread.id)] == ["still here"]
         finally:
             await backend.close()
+
+
+async def test_a_write_unit_that_finds_the_file_locked_waits_for_the_lock_and_lands(tmp_path: Path) -> None:
+    """Another connection (another process, or a WAL recovery after a crash) holds the write lock when a unit
+    begins: the unit's BEGIN IMMEDIATE fails at once on the inline connection and the unit runs again on the
+    worker thread, which waits for the lock — it never fails with the bare driver error."""
+    backend = await open_sql_backend(f"sqlite:///{tmp_path / 'locked.db'}", auto_create_tables=True)
+    try:
+        units = units_for(backend.engine)
+        other = sqlite3.connect(tmp_path / "locked.db", isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+        timer = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+        timer.start()
+        try:
+            await units.run(lambda conn: conn.execute(sa.text("DELETE FROM agent_process")), write=True)
+        finally:
+            timer.join()
+            other.close()
+    finally:
+        await backend.close()

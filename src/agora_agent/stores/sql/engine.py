@@ -193,7 +193,13 @@ def configure_sqlite(sync_engine: sa.Engine, *, wal: bool) -> None:
         if isinstance(raw, sqlite3.Connection):
             # pysqlite (the store's own units): straight to the driver — a full SQLAlchemy execution costs more
             # than the BEGIN itself, once per unit on the hot path.
-            raw.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+            statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+            try:
+                raw.execute(statement)
+            except sqlite3.Error as exc:
+                # As SQLAlchemy raises it: a file locked by another connection (SQLITE_BUSY) must reach the
+                # units' lock handling as the OperationalError it catches, not as the bare driver error.
+                raise sa.exc.DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
         else:
             connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
