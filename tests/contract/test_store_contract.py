@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from agora_agent.actors import Actor
-from agora_agent.errors import ConflictError, NotFoundError
+from agora_agent.errors import ConflictError, NotFoundError, QuotaExceededError
 from agora_agent.governance.quota import Budget, MemoryQuotaStore
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import ApprovalRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
-from agora_agent.stores.base import AgentStore, ModelStep, NewThread, QuotaSettlement
+from agora_agent.stores.base import AgentStore, ModelStep, NewThread, QuotaReserve, QuotaSettlement, RunEnd
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 
@@ -676,6 +676,99 @@ async def test_record_model_step_writes_message_usage_and_settles_once(store: Ag
     assert await store.usage_tokens("alice", T0 - timedelta(days=1), T0 + timedelta(days=1)) == 15
     used = await quota.usage(Actor("alice"), "2024-05-01")
     assert (used.used_tokens, used.reserved_tokens) == (15, 0)
+
+
+async def test_record_model_step_writes_its_first_tool_call_once(store: AgentStore) -> None:
+    """The step's first tool call row joins the step; a replay writes neither twice, and writes the row when an
+    older writer stored the message alone."""
+    thread = await store.create_thread(actor_ref="alice")
+    call = tool_call("run-1", "c1", thread, "m-1", status="started", policy_decision="allowed")
+    await store.record_model_step(model_step(thread, "m-1", tool_call=call))
+    await store.record_model_step(model_step(thread, "m-1", tool_call=call))  # replayed
+    assert [(c.id, c.message_id, c.status) for c in await store.list_tool_calls(run_id="run-1")] == [
+        ("c1", "m-1", "started")
+    ]
+    assert [m.id for m in await store.list_messages(thread.id)] == ["m-1"]
+    await store.record_model_step(model_step(thread, "m-2"))  # the message alone, as before the call joined it
+    await store.record_model_step(model_step(thread, "m-2", tool_call=tool_call("run-1", "c2", thread, "m-2")))
+    assert [c.id for c in await store.list_tool_calls(run_id="run-1")] == ["c1", "c2"]
+    assert await store.usage_tokens("alice", T0 - timedelta(days=1), T0 + timedelta(days=1)) == 30
+
+
+async def test_record_model_step_with_an_action_parks_its_approval(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    call = tool_call("run-1", "c1", thread, "m-1", status="pending_approval", tool_type="action")
+    await store.record_model_step(model_step(thread, "m-1", tool_call=call, approval=approval("run-1", "c1", thread)))
+    got = await store.get_approval("run-1", "c1")
+    row = await store.get_tool_call("run-1", "c1")
+    assert got is not None and got.status == "pending" and row is not None and row.status == "pending_approval"
+
+
+async def test_record_model_step_with_another_call_under_its_id_writes_the_step_then_conflicts(
+    store: AgentStore,
+) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    await store.record_tool_call(tool_call("run-1", "c1", thread, "m-0", tool_name="other"))
+    with pytest.raises(ConflictError):
+        await store.record_model_step(model_step(thread, "m-1", tool_call=tool_call("run-1", "c1", thread, "m-1")))
+    assert [m.id for m in await store.list_messages(thread.id)] == ["m-1"]  # as a separate write would leave it
+    stored = await store.get_tool_call("run-1", "c1")
+    assert stored is not None and (stored.tool_name, stored.message_id) == ("other", "m-0")
+
+
+async def test_record_model_step_with_the_run_end_ends_the_run(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    await store.record_run_start(run_record("run-1", thread))
+    end = RunEnd(run_id="run-1", step_count=2, input_tokens=20, output_tokens=10, cost_usd=0.5, thread_title="Sums")
+    await store.record_model_step(model_step(thread, "m-1", run_end=end))
+    run = await store.get_run("run-1")
+    assert run is not None and utc(run.finished_at)
+    assert (run.status, run.step_count, run.input_tokens, run.output_tokens, run.cost_usd) == (
+        "completed",
+        2,
+        20,
+        10,
+        0.5,
+    )
+    got = await store.get_thread(thread.id)
+    assert got is not None and got.title == "Sums" and got.updated_at > thread.updated_at
+
+    await store.record_run_start(run_record("run-2", thread))
+    await store.record_model_step(model_step(thread, "m-2"))  # an older writer: the message, then the end alone
+    await store.record_model_step(model_step(thread, "m-2", run_end=RunEnd(run_id="run-2", step_count=1)))
+    run = await store.get_run("run-2")
+    assert run is not None and (run.status, run.step_count) == ("completed", 1)
+
+    await store.record_run_start(run_record("run-3", thread))
+    await store.soft_delete_thread(thread.id)
+    with pytest.raises(NotFoundError):  # nothing of the step is written, the run's end neither
+        await store.record_model_step(model_step(thread, "m-3", run_end=RunEnd(run_id="run-3")))
+    run = await store.get_run("run-3")
+    assert run is not None and run.status == "running"
+
+
+async def test_record_tool_result_writes_the_result_then_reserves(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    quota = MemoryQuotaStore(Budget(tokens_per_actor=100, reserve_tokens=100))
+    ask = QuotaReserve(quota=quota, actor=Actor("alice"), day="2024-05-01", reservation_id="run-1:1", tokens=100, usd=0)
+    await store.record_tool_call(tool_call("run-1", "c1", thread))
+    held = await store.record_tool_result("run-1", "c1", ToolCallPatch(status="executed", output=3), reserve=ask)
+    assert held is not None and held.id == "run-1:1"
+    row = await store.get_tool_call("run-1", "c1")
+    assert row is not None and (row.status, row.output) == ("executed", 3) and utc(row.executed_at)
+    assert (await quota.usage(Actor("alice"), "2024-05-01")).reserved_tokens == 100
+
+    await store.record_tool_call(tool_call("run-1", "c2", thread))
+    again = dataclasses.replace(ask, reservation_id="run-1:2")
+    with pytest.raises(QuotaExceededError):  # refused: the result is written all the same
+        await store.record_tool_result("run-1", "c2", ToolCallPatch(status="failed", error="boom"), reserve=again)
+    row = await store.get_tool_call("run-1", "c2")
+    assert row is not None and (row.status, row.error) == ("failed", "boom")
+
+    with pytest.raises(NotFoundError):  # an unknown call: nothing reserved
+        await store.record_tool_result("run-1", "nope", ToolCallPatch(status="executed"), reserve=again)
+    assert (await quota.usage(Actor("alice"), "2024-05-01")).reserved_tokens == 100
+    assert await store.record_tool_result("run-1", "c1", ToolCallPatch(status="executed", output=4)) is None
 
 
 async def test_append_message_with_an_id_is_written_once(store: AgentStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -11,10 +12,22 @@ from agora_agent.agents import Persona
 from agora_agent.governance.pricing import ModelPrice
 from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
 from agora_agent.messages import ToolDefinition
+from agora_agent.records import ToolCallPatch
 from agora_agent.streaming.sink import SinkWriter
 from agora_agent.tools.registry import ChainMemo
 
-__all__ = ["RunState", "json_default", "now_utc", "serialize_output", "to_jsonable"]
+__all__ = ["PendingResult", "RunState", "json_default", "now_utc", "serialize_output", "to_jsonable"]
+
+
+@dataclass(slots=True)
+class PendingResult:
+    """A tool's result whose write joins the next model call's budget reservation (`quota:reserve:<i+1>`): the
+    two are adjacent, so one transaction holds both. `frame` streams it once written."""
+
+    tool_call_id: str
+    patch: ToolCallPatch
+    frame: Callable[[], Awaitable[None]]
+    written: bool = False  # committed by the reservation's step in this execution
 
 
 @dataclass(kw_only=True)
@@ -32,6 +45,7 @@ class RunState:
     offered: tuple[list[ToolDefinition], tuple[ToolDefinition, ...]] | None = None  # last offer, as sent
     prices: dict[str, ModelPrice] = field(default_factory=dict)
     attachments: bool = True  # whether the run's messages carry attachments to prepare (see `_open_run`)
+    pending: PendingResult | None = None  # the last tool result, written with the next reservation
 
 
 def now_utc() -> datetime:

@@ -11,23 +11,24 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from agora_agent.errors import ConflictError, ToolError
+from agora_agent.errors import ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
-from agora_agent.loop._state import RunState, now_utc, serialize_output, to_jsonable
+from agora_agent.loop._state import PendingResult, RunState, now_utc, serialize_output, to_jsonable
 from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect, handed_over
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.records import ApprovalRecord, ToolCallPatch, ToolCallRecord
-from agora_agent.stores.base import AgentStore
+from agora_agent.stores.base import record_tool_call_once
 from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.registry import AuthorizedCall
 from agora_agent.tools.retry import run_with_retry
 
-__all__ = ["handle_tool_call"]
+__all__ = ["OpenedCall", "handle_tool_call", "open_tool_call", "run_tool_call"]
 
 logger = logging.getLogger("agora_agent.loop")
 
@@ -85,11 +86,29 @@ async def _frame(
 async def _failed(state: RunState, call: ToolCall, kind: str, message: str, *, input: Any = None) -> ToolResult:
     """Stream the `failed` frame and hand the model the error; the caller has written the audit row."""
     await _frame(state, call, kind, "failed", input=input, error=message)
-    return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+    return _error_result(call, message)
 
 
-async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> ToolResult:
-    deps, run, hooks = state.deps, state.run, state.hooks
+@dataclass(slots=True)
+class OpenedCall:
+    """A tool call authorized (or refused) with the audit row it starts with, before anything is written.
+
+    `written`: that row was written with the assistant step that asked for the call (`ModelStep.tool_call`)."""
+
+    call: ToolCall
+    kind: str
+    ctx: ToolContext
+    record: ToolCallRecord  # started | pending_approval | failed (refused, delegation too deep)
+    authorized: AuthorizedCall | None = None  # None: refused
+    approval: ApprovalRecord | None = None  # an action's, parked with its row
+    error: str | None = None  # why it failed before running
+    written: bool = False
+
+
+async def open_tool_call(state: RunState, call: ToolCall, message_id: str) -> OpenedCall:
+    """Authorize `call` — every kind: an action the actor may not invoke never parks — and build the audit row
+    it starts with. Nothing is written or streamed."""
+    deps, run = state.deps, state.run
     spec = deps.registry.get(call.name)
     kind = spec.kind if spec is not None else "read"  # TOOL-32: unknown names are handled as reads
     ctx = _context(state, call)
@@ -98,7 +117,7 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
         own = deps.agent.delegation_names()
         allow = own if allow is None else (allow & own)
 
-    def base_record(status: str, **extra: Any) -> ToolCallRecord:
+    def record(status: str, **extra: Any) -> ToolCallRecord:
         return ToolCallRecord(
             id=call.id,
             run_id=run.run_id,
@@ -115,51 +134,95 @@ async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> 
             **extra,
         )
 
-    # Authorize first, for every kind: an action the actor may not invoke never parks (DESIGN §3).
     try:
         authorized = await deps.registry.authorize(
             call.name, call.input, ctx=ctx, policy=deps.policy, allow_list=allow, memo=state.memo
         )
     except ToolError as exc:
         message = str(exc)
-        refused = base_record("failed", error=message, policy_decision=f"refused: {type(exc).__name__}")
+        refused = record("failed", error=message, policy_decision=f"refused: {type(exc).__name__}")
+        return OpenedCall(call=call, kind=kind, ctx=ctx, record=refused, error=message)
+    if kind == "agent" and run.depth >= deps.max_delegation_depth:
+        message = f'Tool "{call.name}": delegation depth limit of {deps.max_delegation_depth} reached; answer directly'
+        deep = record("failed", error=message, policy_decision="depth_limit")
+        return OpenedCall(call=call, kind=kind, ctx=ctx, record=deep, authorized=authorized, error=message)
+    if kind != "action":
+        started = record("started", policy_decision="allowed")
+        return OpenedCall(call=call, kind=kind, ctx=ctx, record=started, authorized=authorized)
+    spec = authorized.spec
+    approval = ApprovalRecord(
+        run_id=run.run_id,
+        tool_call_id=call.id,
+        thread_id=run.thread_id,
+        tool_name=call.name,
+        args_hash=authorized.args_hash,
+        requested_by=run.actor.id,
+        approver_roles=spec.approver_roles,
+        deadline=now_utc() + spec.approval_ttl if spec.approval_ttl is not None else None,
+        created_at=now_utc(),
+    )
+    parked = record("pending_approval", policy_decision="allowed")
+    return OpenedCall(call=call, kind=kind, ctx=ctx, record=parked, authorized=authorized, approval=approval)
+
+
+async def handle_tool_call(state: RunState, call: ToolCall, message_id: str) -> ToolResult:
+    """Authorize and run one tool call, writing each of its audit row's states."""
+    return await run_tool_call(state, await open_tool_call(state, call, message_id))
+
+
+async def run_tool_call(state: RunState, opened: OpenedCall, *, defer: bool = False) -> ToolResult:
+    """Run an opened call by kind. Its first row is written under its usual step name unless the assistant step
+    wrote it already (the name keeps its place: a no-op then). `defer`: the result's write joins the next
+    model call's budget reservation (`state.pending`), its frame streamed right after that write."""
+    deps, run, hooks = state.deps, state.run, state.hooks
+    call, kind = opened.call, opened.kind
+
+    async def write_first() -> None:
+        if not opened.written:
+            await record_tool_call_once(deps.store, opened.record, opened.approval)
+
+    authorized = opened.authorized
+    if authorized is None:  # refused
+        message = opened.error or ""
 
         async def refuse() -> None:
-            decision = refused.policy_decision or "refused"
+            decision = opened.record.policy_decision or "refused"
             with deps.telemetry.tool_span(run, call, kind=kind, decision=decision, status="failed"):
-                await _record_once(deps.store, refused)
+                await write_first()
 
         await effect(hooks, f"persist:toolfail:{call.id}", refuse)
         return await _failed(state, call, kind, message, input=call.input)
-
     if kind == "agent":
-        return await _delegate(state, call, authorized, base_record)
+        return await _delegate(state, opened, write_first, defer=defer)
     if kind == "action":
-        return await _run_action(state, call, authorized, ctx, base_record)
-    await effect(
-        hooks,
-        f"persist:toolcall:{call.id}",
-        lambda: _record_once(deps.store, base_record("started", policy_decision="allowed")),
-    )
+        return await _run_action(state, opened, write_first, defer=defer)
+    await effect(hooks, f"persist:toolcall:{call.id}", write_first)
     await _frame(state, call, kind, "started", input=authorized.args)
-    return await _execute(state, call, kind, authorized, ctx, decided_by=None)
+    return await _execute(state, call, kind, authorized, opened.ctx, decided_by=None, defer=defer)
 
 
-async def _record_once(store: AgentStore, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
-    """Insert the audit row (and its approval). A row of this very call — same run, id, assistant message,
-    tool and input — already stored means an earlier attempt of this step committed and only its outcome
-    was lost (a durable step re-run after a crash, a unit retried after a dropped connection): nothing is
-    written twice, and the step goes on from the stored row (an approval decided meanwhile stands)."""
-    try:
-        await store.record_tool_call(record, approval)
-    except ConflictError:
-        stored = await store.get_tool_call(record.run_id, record.id)
-        if stored is None or (stored.message_id, stored.tool_name, stored.input) != (
-            record.message_id,
-            record.tool_name,
-            record.input,
-        ):
-            raise  # another call under the same id: a real conflict
+async def _nothing() -> None:
+    return None
+
+
+async def _result(
+    state: RunState,
+    call: ToolCall,
+    name: str,
+    patch: ToolCallPatch,
+    frame: Callable[[], Awaitable[None]],
+    *,
+    defer: bool,
+) -> None:
+    """Write a tool's result under the step name `name`, then stream its `frame`. Deferred, the write rides on
+    the next `quota:reserve` step (`state.pending`) and `name` keeps its place as a no-op."""
+    deps, run, hooks = state.deps, state.run, state.hooks
+    if not defer:
+        await effect(hooks, name, lambda: deps.store.update_tool_call(run.run_id, call.id, patch))
+        await frame()
+        return
+    state.pending = PendingResult(tool_call_id=call.id, patch=patch, frame=frame)
+    await effect(hooks, name, _nothing)
 
 
 def _tool_step(
@@ -218,6 +281,7 @@ async def _execute(
     ctx: ToolContext,
     *,
     decided_by: str | None,
+    defer: bool = False,
 ) -> ToolResult:
     deps, run, hooks = state.deps, state.run, state.hooks
     outcome: dict[str, Any] = {}
@@ -248,68 +312,37 @@ async def _execute(
     elapsed_ms = int(outcome.get("ms", 0))
     if "error" in outcome:
         error = str(outcome["error"])
-        await effect(
-            hooks,
-            f"persist:toolfail:{call.id}",
-            lambda: deps.store.update_tool_call(
-                run.run_id,
-                call.id,
-                ToolCallPatch(status="failed", error=error, execution_ms=elapsed_ms, decided_by=decided_by),
-            ),
-        )
-        return await _failed(state, call, kind, error)
+        patch = ToolCallPatch(status="failed", error=error, execution_ms=elapsed_ms, decided_by=decided_by)
+        failed = partial(_frame, state, call, kind, "failed", error=error)
+        await _result(state, call, f"persist:toolfail:{call.id}", patch, failed, defer=defer)
+        return _error_result(call, error)
     output = outcome["output"]
-    components = outcome.get("components") or None
-    await effect(
-        hooks,
-        f"persist:toolexec:{call.id}",
-        lambda: deps.store.update_tool_call(
-            run.run_id,
-            call.id,
-            ToolCallPatch(
-                status="executed",
-                output=output,
-                execution_ms=elapsed_ms,
-                executed_by_ref=run.actor.id,
-                decided_by=decided_by,
-                components=components,
-            ),
-        ),
+    patch = ToolCallPatch(
+        status="executed",
+        output=output,
+        execution_ms=elapsed_ms,
+        executed_by_ref=run.actor.id,
+        decided_by=decided_by,
+        components=outcome.get("components") or None,
     )
-    await _frame(state, call, kind, "executed", output=output)
+    executed = partial(_frame, state, call, kind, "executed", output=output)
+    await _result(state, call, f"persist:toolexec:{call.id}", patch, executed, defer=defer)
     return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(output))
 
 
+def _error_result(call: ToolCall, message: str) -> ToolResult:
+    return ToolResult(tool_call_id=call.id, name=call.name, content=message, is_error=True)
+
+
 async def _run_action(
-    state: RunState,
-    call: ToolCall,
-    authorized: AuthorizedCall,
-    ctx: ToolContext,
-    base_record: Callable[..., ToolCallRecord],
+    state: RunState, opened: OpenedCall, write_first: Callable[[], Awaitable[None]], *, defer: bool
 ) -> ToolResult:
     deps, run, hooks = state.deps, state.run, state.hooks
-    spec = authorized.spec
-    deadline = now_utc() + spec.approval_ttl if spec.approval_ttl is not None else None
-
-    async def park() -> None:
-        # Tool-call row and approval in one transaction: once the `tool` frame is out, a decision can land.
-        await _record_once(
-            deps.store,
-            base_record("pending_approval", policy_decision="allowed"),
-            ApprovalRecord(
-                run_id=run.run_id,
-                tool_call_id=call.id,
-                thread_id=run.thread_id,
-                tool_name=call.name,
-                args_hash=authorized.args_hash,
-                requested_by=run.actor.id,
-                approver_roles=spec.approver_roles,
-                deadline=deadline,
-                created_at=now_utc(),
-            ),
-        )
-
-    await effect(hooks, f"persist:toolcall:{call.id}", park)
+    call, ctx, authorized = opened.call, opened.ctx, opened.authorized
+    assert authorized is not None and opened.approval is not None
+    deadline = opened.approval.deadline
+    # Tool-call row and approval in one transaction: once the `tool` frame is out, a decision can land.
+    await effect(hooks, f"persist:toolcall:{call.id}", write_first)
     await _frame(state, call, "action", "pending_approval", input=authorized.args)
     decision = await deps.telemetry.await_approval(
         run,
@@ -353,7 +386,7 @@ async def _run_action(
         ),
     )
     await _frame(state, call, "action", "approved")
-    return await _execute(state, call, "action", recheck, ctx, decided_by=decision.decided_by)
+    return await _execute(state, call, "action", recheck, ctx, decided_by=decision.decided_by, defer=defer)
 
 
 async def _not_approved(state: RunState, call: ToolCall, decision: ApprovalDecision) -> ToolResult:
@@ -374,27 +407,17 @@ async def _not_approved(state: RunState, call: ToolCall, decision: ApprovalDecis
 
 
 async def _delegate(
-    state: RunState,
-    call: ToolCall,
-    authorized: AuthorizedCall,
-    base_record: Callable[..., ToolCallRecord],
+    state: RunState, opened: OpenedCall, write_first: Callable[[], Awaitable[None]], *, defer: bool
 ) -> ToolResult:
     deps, run, hooks = state.deps, state.run, state.hooks
+    call, authorized = opened.call, opened.authorized
+    assert authorized is not None
     target = authorized.spec.target_agent or ""
     task = str(authorized.args.get("task", ""))
-    if run.depth >= deps.max_delegation_depth:
-        message = f'Tool "{call.name}": delegation depth limit of {deps.max_delegation_depth} reached; answer directly'
-        await effect(
-            hooks,
-            f"persist:toolfail:{call.id}",
-            lambda: _record_once(deps.store, base_record("failed", error=message, policy_decision="depth_limit")),
-        )
-        return await _failed(state, call, "agent", message)
-    await effect(
-        hooks,
-        f"persist:toolcall:{call.id}",
-        lambda: _record_once(deps.store, base_record("started", policy_decision="allowed")),
-    )
+    if opened.error is not None:  # the delegation depth limit
+        await effect(hooks, f"persist:toolfail:{call.id}", write_first)
+        return await _failed(state, call, "agent", opened.error)
+    await effect(hooks, f"persist:toolcall:{call.id}", write_first)
     await _frame(state, call, "agent", "started", input=authorized.args)
     started = time.perf_counter()
     await deps.telemetry.delegated(run, deps.agent.name, call, to_agent=target, task=task)
@@ -406,22 +429,13 @@ async def _delegate(
                 span.set_attribute("agora.tool.status", "executed")
     except Exception as exc:
         message = f'Delegation to "{target}" failed: {exc}'
-        await effect(
-            hooks,
-            f"persist:toolfail:{call.id}",
-            lambda: deps.store.update_tool_call(run.run_id, call.id, ToolCallPatch(status="failed", error=message)),
-        )
-        return await _failed(state, call, "agent", message)
+        failed = partial(_frame, state, call, "agent", "failed", error=message)
+        patch = ToolCallPatch(status="failed", error=message)
+        await _result(state, call, f"persist:toolfail:{call.id}", patch, failed, defer=defer)
+        return _error_result(call, message)
     output = {"text": text}
     elapsed_ms = int((time.perf_counter() - started) * 1000)
-    await effect(
-        hooks,
-        f"persist:toolexec:{call.id}",
-        lambda: deps.store.update_tool_call(
-            run.run_id,
-            call.id,
-            ToolCallPatch(status="executed", output=output, execution_ms=elapsed_ms, executed_by_ref=run.actor.id),
-        ),
-    )
-    await _frame(state, call, "agent", "executed", output=output)
+    patch = ToolCallPatch(status="executed", output=output, execution_ms=elapsed_ms, executed_by_ref=run.actor.id)
+    executed = partial(_frame, state, call, "agent", "executed", output=output)
+    await _result(state, call, f"persist:toolexec:{call.id}", patch, executed, defer=defer)
     return ToolResult(tool_call_id=call.id, name=call.name, content=serialize_output(output))

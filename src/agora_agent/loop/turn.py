@@ -17,23 +17,26 @@ Where this loop decides differently from the reference:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from agora_agent.agents import derive_title, effective_allow_list, resolve_system_prompt
+from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.pricing import estimate_cost
-from agora_agent.governance.quota import Reservation
+from agora_agent.governance.quota import QuotaStore, Reservation
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, handed_over
-from agora_agent.loop.tool_calls import handle_tool_call
+from agora_agent.loop.tool_calls import OpenedCall, open_tool_call, run_tool_call
 from agora_agent.messages import MessageSeq, ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
 from agora_agent.records import UsageRecord
-from agora_agent.stores.base import ModelStep, QuotaSettlement
+from agora_agent.stores.base import AgentStore, ModelStep, QuotaReserve, QuotaSettlement, RunEnd
 from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
 
@@ -128,14 +131,37 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
 
 
 async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
+    state, system, thread_title, history = await _open_run(deps, run, hooks)
+    try:
+        return await _steps(state, system, thread_title, history)
+    except BaseException as exc:
+        if state.pending is not None:  # a tool's result not written yet (its reservation never ran)
+            await _flush(state, exc)
+        raise
+
+
+async def _flush(state: RunState, exc: BaseException) -> None:
+    """The pending tool result written on its own (and streamed), unless its step committed it already or the
+    run goes on in another process (whose replay writes it)."""
+    pending, state.pending = state.pending, None
+    assert pending is not None
+    if not pending.written:
+        if handed_over(exc):
+            return
+        await state.deps.store.update_tool_call(state.run.run_id, pending.tool_call_id, pending.patch)
+    await pending.frame()
+
+
+async def _steps(state: RunState, system: str, thread_title: str, history: list[ModelMessage]) -> LoopResult:
+    deps, run, hooks = state.deps, state.run, state.hooks
     agent = deps.agent
     store = deps.store
-    state, system, thread_title, history = await _open_run(deps, run, hooks)
     added: list[ModelMessage] = []  # this run's messages; the loaded history is never changed (MessageSeq)
     last_text = ""
     steps = 0
     total_in = total_out = 0
     known_cost: float | None = None
+    ended = False  # the run's end was written with its last step
     for i in range(deps.max_steps):
         tools = await _offered_tools(state)
         messages = MessageSeq(history, tuple(added))  # no copy of the whole thread per step
@@ -151,33 +177,83 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
         cost = _step_cost(state, turn, model_id)
         if cost is not None:
             known_cost = (known_cost or 0.0) + cost
-        step = _model_step_record(state, i, turn, model_id, cost, reservation, latency_ms)
+        # The run's end is written with its last step (one without tool calls).
+        end = None if turn.tool_calls else _run_end(run, thread_title, steps, total_in, total_out, known_cost)
+        step = _model_step_record(state, i, turn, model_id, cost, reservation, latency_ms, end)
+        first = await _open_first(state, i, step, turn.tool_calls)
         # Written once by its deterministic id: an effect, not a checkpoint (the loop needs only the id).
-        await effect(hooks, f"persist:assistant:{i}", partial(store.record_model_step, step))
+        persist = _StepWrite(store, step, first)
+        await effect(hooks, f"persist:assistant:{i}", persist)
         if reservation is not None and reservation.watch:
             await _thresholds(state, reservation)
         added.append(ModelMessage(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
+            ended = persist.done
             break
-        results = [await handle_tool_call(state, call, step.message_id) for call in turn.tool_calls]
+        # The last call's result is written with the next step's reservation, when there is one to take.
+        defer = deps.quota is not None and i + 1 < deps.max_steps
+        results = []
+        for n, call in enumerate(turn.tool_calls):
+            opened = first if n == 0 and first is not None else await open_tool_call(state, call, step.message_id)
+            results.append(await run_tool_call(state, opened, defer=defer and n == len(turn.tool_calls) - 1))
         added.append(ModelMessage(role="tool", tool_results=tuple(results)))
     # ARCH-LOOP-18: max_steps exhausted while the model still asks for tools ends the run quietly.
 
-    title = derive_title(run.user_text) if thread_title in ("", "New chat") else None
-    await effect(
-        hooks,
-        "persist:run:end",
-        lambda: store.record_run_end(
-            run.run_id,
-            status="completed",
-            step_count=steps,
-            input_tokens=total_in,
-            output_tokens=total_out,
-            cost_usd=known_cost,
-            thread_title=title,
-        ),
-    )
+    # The name keeps its place: a no-op when the last step wrote the end (a replay that skipped it writes it).
+    end = _run_end(run, thread_title, steps, total_in, total_out, known_cost)
+    await effect(hooks, "persist:run:end", _nothing if ended else partial(end.record, store))
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
+
+
+async def _open_first(state: RunState, i: int, step: ModelStep, calls: Sequence[ToolCall]) -> OpenedCall | None:
+    """The step's first tool call, authorized before the step is written so that its audit row joins the step's
+    transaction. An error other than a refusal writes the step alone first, as before the call was looked at."""
+    if not calls:
+        return None
+    try:
+        return await open_tool_call(state, calls[0], step.message_id)
+    except BaseException:
+        await effect(state.hooks, f"persist:assistant:{i}", partial(state.deps.store.record_model_step, step))
+        raise
+
+
+@dataclass(slots=True)
+class _StepWrite:
+    """`persist:assistant:<i>`: the step with its first tool call's audit row (or the run's end), in one
+    transaction. `done`: it ran in this execution (a durable replay skips it: then the later names write what
+    they always wrote)."""
+
+    store: AgentStore
+    step: ModelStep
+    first: OpenedCall | None
+    done: bool = False
+
+    async def __call__(self) -> None:
+        first = self.first
+        if first is None:
+            await self.store.record_model_step(self.step)
+        else:
+            step = dataclasses.replace(self.step, tool_call=first.record, approval=first.approval)
+            await self.store.record_model_step(step)
+            first.written = True
+        self.done = True
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _run_end(run: RunInput, thread_title: str, steps: int, total_in: int, total_out: int, cost: float | None) -> RunEnd:
+    """The completed run's end, with the derived title of a thread still untitled."""
+    title = derive_title(run.user_text) if thread_title in ("", "New chat") else None
+    return RunEnd(
+        run_id=run.run_id,
+        step_count=steps,
+        input_tokens=total_in,
+        output_tokens=total_out,
+        cost_usd=cost,
+        thread_title=title,
+    )
 
 
 async def _offered_tools(state: RunState) -> tuple[ToolDefinition, ...]:
@@ -197,21 +273,7 @@ async def _offered_tools(state: RunState) -> tuple[ToolDefinition, ...]:
 async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[ModelTurn, Reservation | None]:
     """Reserve budget, call the model; the reservation is settled when the step is persisted."""
     deps, run, hooks, writer = state.deps, state.run, state.hooks, state.writer
-    reservation: Reservation | None = None
-    if deps.quota is not None:
-        quota = deps.quota
-        budget = quota.budget
-        reservation = await hooks.step(
-            f"quota:reserve:{i}",
-            lambda: quota.reserve(
-                run.actor,
-                run.day,
-                reservation_id=f"{run.run_id}:{i}",
-                tokens=budget.reserve_tokens,
-                usd=budget.reserve_usd,  # the store reserves USD only where a USD limit applies
-                run_id=run.run_id,  # recovery releases a crashed run's reservations
-            ),
-        )
+    reservation = None if deps.quota is None else await _reserve(state, i, deps.quota)
 
     async def on_text(delta: str) -> None:
         if delta:
@@ -233,6 +295,42 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
             await deps.quota.release(reservation)
         raise
     return turn, reservation
+
+
+async def _reserve(state: RunState, i: int, quota: QuotaStore) -> Reservation:
+    """`quota:reserve:<i>`, with the previous tool's result written in the same transaction when one is pending
+    (then streamed: its frame follows its row). A replayed step committed both when it was recorded."""
+    deps, run = state.deps, state.run
+    budget = quota.budget
+    ask = QuotaReserve(
+        quota=quota,
+        actor=run.actor,
+        day=run.day,
+        reservation_id=f"{run.run_id}:{i}",
+        tokens=budget.reserve_tokens,
+        usd=budget.reserve_usd,  # the store reserves USD only where a USD limit applies
+        run_id=run.run_id,  # recovery releases a crashed run's reservations
+    )
+    pending = state.pending
+    if pending is None:
+        return await state.hooks.step(f"quota:reserve:{i}", ask.take)
+
+    async def write_and_reserve() -> Reservation:
+        try:
+            reservation = await deps.store.record_tool_result(
+                run.run_id, pending.tool_call_id, pending.patch, reserve=ask
+            )
+        except QuotaExceededError:
+            pending.written = True  # the store commits the result whatever the reservation's outcome
+            raise
+        pending.written = True
+        assert reservation is not None  # asked with `reserve`
+        return reservation
+
+    reservation = await state.hooks.step(f"quota:reserve:{i}", write_and_reserve)
+    state.pending = None
+    await pending.frame()
+    return reservation
 
 
 async def _thresholds(state: RunState, reservation: Reservation) -> None:
@@ -279,6 +377,7 @@ def _model_step_record(
     cost: float | None,
     reservation: Reservation | None,
     latency_ms: int | None = None,
+    run_end: RunEnd | None = None,
 ) -> ModelStep:
     """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row.
 
@@ -320,4 +419,5 @@ def _model_step_record(
             cost_source=source,
         ),
         settlement=settlement,
+        run_end=run_end,
     )

@@ -21,8 +21,9 @@ Contract highlights (every implementation must honour them):
 - Tool results (output/error) are stored on the tool-call row and replayed in history.
 - One write transaction per logical step of a run (so a durable step and a store transaction coincide):
   `record_run_start(..., active_stream=True)`, `record_model_step` (quota settle + assistant message +
-  usage row + daily rollup), `record_tool_call(record, approval)`, `update_tool_call`,
-  `record_run_end(..., thread_title=)`. `load_thread` reads a thread's history in one go.
+  usage row + daily rollup + the first tool call's audit row), `record_tool_call(record, approval)`,
+  `update_tool_call`, `record_tool_result` (a tool call's result + the next model call's budget
+  reservation), `record_run_end(..., thread_title=)`. `load_thread` reads a thread's history in one go.
 - `open_run` is a chat's whole start as ONE write transaction: the new thread (or a check that the given
   one is live), the run row with its daily rollup, the thread's active stream and the run-owner lease row;
   it writes exactly the rows `create_thread` + `record_run_start` (+ the lease store's `claim_run`) wrote.
@@ -35,6 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agora_agent.actors import Actor
+from agora_agent.errors import ConflictError
 from agora_agent.governance.quota import QuotaStore, Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
@@ -62,8 +65,10 @@ __all__ = [
     "MessageRecord",
     "ModelStep",
     "NewThread",
+    "QuotaReserve",
     "QuotaSettlement",
     "RecordReader",
+    "RunEnd",
     "RunOpened",
     "RunRecord",
     "RunStatus",
@@ -74,6 +79,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolCallStatus",
     "UsageRecord",
+    "record_tool_call_once",
 ]
 
 
@@ -88,12 +94,67 @@ class QuotaSettlement:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class QuotaReserve:
+    """A budget reservation to take (`QuotaStore.reserve`'s arguments), handed to `record_tool_result` so the
+    store can take it in the transaction of the write before it."""
+
+    quota: QuotaStore
+    actor: Actor
+    day: str
+    reservation_id: str
+    tokens: int
+    usd: float
+    run_id: str | None = None
+
+    async def take(self) -> Reservation:
+        """Reserve on its own (`quota.reserve`)."""
+        return await self.quota.reserve(
+            self.actor,
+            self.day,
+            reservation_id=self.reservation_id,
+            tokens=self.tokens,
+            usd=self.usd,
+            run_id=self.run_id,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunEnd:
+    """`record_run_end`'s arguments, for a run that ends with the model step that carries them."""
+
+    run_id: str
+    status: Literal["completed", "failed", "cancelled"] = "completed"
+    step_count: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    thread_title: str | None = None
+
+    async def record(self, store: AgentStore) -> bool:
+        """`store.record_run_end` with these arguments."""
+        return await store.record_run_end(
+            self.run_id,
+            status=self.status,
+            step_count=self.step_count,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost_usd=self.cost_usd,
+            thread_title=self.thread_title,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ModelStep:
     """Everything one model step persists, written by `record_model_step` as one transaction.
 
     `message_id` is the caller's (the loop derives it from the run and the step index), so writing the same
     step twice — a replayed durable step, a retry after an ambiguous commit — stores it once.
     `ledger` is the usage row (its `message_id` must be `message_id`); `usage` the message's usage JSON.
+    `tool_call` is the audit row of the step's first tool call (with `approval` for an action parked for
+    approval), written in the same transaction as `record_tool_call_once` would: a row of this very call
+    already stored stands (the step replayed), a different call under its id is a `ConflictError` raised
+    after the rest of the step was written. `run_end`: the run ends with this step (its last, without tool
+    calls): `record_run_end` in the same transaction — or after it, when the step replays.
     """
 
     message_id: str
@@ -105,6 +166,35 @@ class ModelStep:
     usage: dict[str, Any] | None = None
     ledger: UsageRecord | None = None
     settlement: QuotaSettlement | None = None
+    tool_call: ToolCallRecord | None = None
+    approval: ApprovalRecord | None = None
+    run_end: RunEnd | None = None
+
+
+def same_call(stored: ToolCallRecord, record: ToolCallRecord) -> bool:
+    """Whether `stored` is the row of this very call: same run, id, assistant message, tool and input."""
+    return (stored.run_id, stored.id, stored.message_id, stored.tool_name, stored.input) == (
+        record.run_id,
+        record.id,
+        record.message_id,
+        record.tool_name,
+        record.input,
+    )
+
+
+async def record_tool_call_once(
+    store: AgentStore, record: ToolCallRecord, approval: ApprovalRecord | None = None
+) -> None:
+    """Insert the audit row (and its approval). A row of this very call already stored means an earlier attempt
+    of this write committed and only its outcome was lost (a durable step re-run after a crash, a unit retried
+    after a dropped connection): nothing is written twice (an approval decided meanwhile stands). Another call
+    under the same id is a real conflict: `ConflictError`."""
+    try:
+        await store.record_tool_call(record, approval)
+    except ConflictError:
+        stored = await store.get_tool_call(record.run_id, record.id)
+        if stored is None or not same_call(stored, record):
+            raise
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -180,6 +270,15 @@ class AgentStore(RecordReader, Protocol):
     async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None: ...
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None: ...
+
+    async def record_tool_result(
+        self, run_id: str, tool_call_id: str, patch: ToolCallPatch, *, reserve: QuotaReserve | None = None
+    ) -> Reservation | None:
+        """`update_tool_call`, then `reserve.take()` (None without `reserve`) — in one transaction where the
+        quota shares the store's database. The result is written whatever the reservation's outcome: a refused
+        reservation (`QuotaExceededError`) leaves the result committed; an unknown tool call (`NotFoundError`)
+        reserves nothing."""
+        ...
 
     # approvals
     async def create_approval(self, record: ApprovalRecord) -> None: ...

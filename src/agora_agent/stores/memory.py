@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from agora_agent.errors import ConflictError, NotFoundError
+from agora_agent.governance.quota import Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
     ApprovalRecord,
@@ -34,7 +35,7 @@ from agora_agent.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.base import ModelStep, NewThread, RunOpened
+from agora_agent.stores.base import ModelStep, NewThread, QuotaReserve, RunOpened, same_call
 
 __all__ = ["MemoryAgentStore"]
 
@@ -287,9 +288,13 @@ class MemoryAgentStore:
         return _clone(message)
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord:
-        """Settle the step's reservation, append the assistant message and its usage row (no await between
-        the last two); a step whose `message_id` is stored already changes nothing and returns that message."""
+        """Settle the step's reservation, append the assistant message, its usage row and its first tool call's
+        audit row (no await between the last three); a step whose `message_id` is stored already changes
+        nothing but a missing audit row and returns that message."""
         if step.message_id in self._message_ids:
+            self._tool_call_once(step)
+            if step.run_end is not None:
+                await step.run_end.record(self)
             return next(_clone(m) for m in self._messages[step.thread_id] if m.id == step.message_id)
         if self._live_thread(step.thread_id) is None:
             raise NotFoundError(f"thread {step.thread_id} not found")
@@ -309,7 +314,21 @@ class MemoryAgentStore:
         )
         if step.ledger is not None:
             self._usage.append(_clone(step.ledger))
+        self._tool_call_once(step)
+        if step.run_end is not None:
+            await step.run_end.record(self)
         return message
+
+    def _tool_call_once(self, step: ModelStep) -> None:
+        """The step's tool call row, unless this very call is stored (`record_tool_call_once`, without an await)."""
+        record = step.tool_call
+        if record is None:
+            return
+        stored = self._tool_calls.get((record.run_id, record.id))
+        if stored is None:
+            self._insert_tool_call(record, step.approval)
+        elif not same_call(stored, record):
+            raise ConflictError(f"tool call {record.id} of run {record.run_id} is already recorded")
 
     async def list_messages(self, thread_id: str) -> list[MessageRecord]:
         """The thread's messages, oldest first ([] for an unknown thread)."""
@@ -352,9 +371,12 @@ class MemoryAgentStore:
 
         Raises ConflictError when that key (or the approval's) exists; then nothing is written.
         """
-        key = (record.run_id, record.id)
-        if key in self._tool_calls:
+        if (record.run_id, record.id) in self._tool_calls:
             raise ConflictError(f"tool call {record.id} of run {record.run_id} is already recorded")
+        self._insert_tool_call(record, approval)
+
+    def _insert_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None) -> None:
+        key = (record.run_id, record.id)
         if approval is not None:
             self._insert_approval(approval)
         self._seq += 1
@@ -376,6 +398,13 @@ class MemoryAgentStore:
             setattr(record, name, value)
         if changes.get("status") in ("executed", "failed"):
             record.executed_at = self._now()
+
+    async def record_tool_result(
+        self, run_id: str, tool_call_id: str, patch: ToolCallPatch, *, reserve: QuotaReserve | None = None
+    ) -> Reservation | None:
+        """`update_tool_call`, then the next reservation (`reserve.take()`); an unknown call reserves nothing."""
+        await self.update_tool_call(run_id, tool_call_id, patch)
+        return None if reserve is None else await reserve.take()
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         """The tool call, or None."""

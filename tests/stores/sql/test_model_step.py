@@ -1,16 +1,18 @@
-"""`record_model_step` on SQL: the budget settle shares the transaction of the assistant message and its usage row."""
+"""`record_model_step` on SQL: the budget settle and the first tool call's row share the transaction of the
+assistant message and its usage row; `record_tool_result`: a tool's result shares the next reservation's."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 import pytest
 
 from agora_agent.actors import Actor
-from agora_agent.errors import NotFoundError
+from agora_agent.errors import NotFoundError, QuotaExceededError
 from agora_agent.governance.quota import Budget
-from agora_agent.records import UsageRecord
-from agora_agent.stores.base import ModelStep, QuotaSettlement
+from agora_agent.records import ToolCallPatch, ToolCallRecord, UsageRecord
+from agora_agent.stores.base import ModelStep, QuotaReserve, QuotaSettlement
 from agora_agent.stores.sql import SqlBackend
 
 ALICE = Actor(id="alice", tenant_ref="acme")
@@ -53,3 +55,69 @@ async def test_settle_rolls_back_with_the_step_and_happens_once(sql_backend: Sql
     assert (usage.used_tokens, usage.reserved_tokens) == (42, 0)
     assert len(await store.list_messages(thread.id)) == 1
     assert await store.usage_tokens(ALICE.id, datetime(2000, 1, 1, tzinfo=UTC), datetime.now(UTC)) == 42
+
+
+def call_row(thread_id: str, call_id: str) -> ToolCallRecord:
+    return ToolCallRecord(
+        id=call_id,
+        run_id="run-1",
+        thread_id=thread_id,
+        message_id="m-1",
+        tool_name="lookup",
+        tool_type="read",
+        input={"q": 1},
+        actor_ref=ALICE.id,
+        created_at=datetime.now(UTC),
+    )
+
+
+@pytest.mark.parametrize("tenant_limit", [None, 50_000], ids=["one limit", "two limits"])
+async def test_a_tool_result_and_the_next_reservation_commit_together(
+    sql_backend: SqlBackend, tenant_limit: int | None
+) -> None:
+    """One limit on PostgreSQL: one statement; otherwise one transaction. The result is committed whatever the
+    grant decides; an unknown call reserves nothing; the same reservation asked again grants nothing twice."""
+    quota = sql_backend.quota(Budget(tokens_per_actor=1_000, tokens_per_tenant=tenant_limit))
+    store = sql_backend.store
+    thread = await store.create_thread(actor_ref=ALICE.id)
+    for call_id in ("c1", "c2", "c3"):
+        await store.record_tool_call(call_row(thread.id, call_id))
+
+    def ask(i: int, tokens: int = 600) -> QuotaReserve:
+        return QuotaReserve(quota=quota, actor=ALICE, day=DAY, reservation_id=f"run-1:{i}", tokens=tokens, usd=0.0)
+
+    done = ToolCallPatch(status="executed", output={"n": 1}, execution_ms=3)
+    held = await store.record_tool_result("run-1", "c1", done, reserve=ask(1))  # the counter's first grant
+    assert held is not None and held.tokens == 600
+    again = await store.record_tool_result("run-1", "c1", done, reserve=ask(1))  # a retry: granted once
+    assert again is not None and (await quota.usage(ALICE, DAY)).reserved_tokens == 600
+    row = await store.get_tool_call("run-1", "c1")
+    assert row is not None and (row.status, row.output, row.execution_ms) == ("executed", {"n": 1}, 3)
+
+    with pytest.raises(NotFoundError):
+        await store.record_tool_result("run-1", "nope", done, reserve=ask(2, 10))
+    assert (await quota.usage(ALICE, DAY)).reserved_tokens == 600
+
+    await store.record_tool_result("run-1", "c2", done, reserve=ask(3, 100))  # headroom: the common case
+    assert (await quota.usage(ALICE, DAY)).reserved_tokens == 700
+    failed = ToolCallPatch(status="failed", error="boom")
+    await quota.reserve(ALICE, DAY, reservation_id="other", tokens=300, usd=0.0)  # 1000 reserved: no headroom
+    with pytest.raises(QuotaExceededError):
+        await store.record_tool_result("run-1", "c3", failed, reserve=ask(4, 100))
+    row = await store.get_tool_call("run-1", "c3")
+    assert row is not None and (row.status, row.error) == ("failed", "boom") and row.executed_at is not None
+    assert (await quota.usage(ALICE, DAY)).reserved_tokens == 1_000
+
+
+async def test_a_step_with_its_first_tool_call_rolls_back_whole(sql_backend: SqlBackend) -> None:
+    """The tool call row joins the step's transaction: a missing thread writes neither."""
+    quota = sql_backend.quota(Budget(tokens_per_actor=10_000))
+    store = sql_backend.store
+    held = await quota.reserve(ALICE, DAY, reservation_id="run-1:0", tokens=500, usd=0.0)
+    settle = QuotaSettlement(quota=quota, reservation=held, tokens=42, usd=0.0)
+    with pytest.raises(NotFoundError):
+        await store.record_model_step(
+            dataclasses.replace(step("no-such-thread", settle), tool_call=call_row("no-such-thread", "c1"))
+        )
+    assert await store.get_tool_call("run-1", "c1") is None
+    assert (await quota.usage(ALICE, DAY)).reserved_tokens == 500

@@ -25,30 +25,31 @@ from agora_agent.stores.sql.units import units_for
 from agora_agent.testing import FakeModel, ScriptedTurn, ToolCallRequest
 from agora_agent.testing.helpers import OBSERVER
 
-# Per tool-calling model step: reserve (2 statements: the reservation row, the conditional grant), the
-# assistant step — settle, thread bump, message, usage row, rollup — (6), the tool call's start (1) and its
-# result (1). Two write transactions: the reservation and the assistant step; the tool call's start and its
-# result are ONE statement each, which SQLite runs as its own transaction (autocommit: no BEGIN/COMMIT).
+# Per tool-calling model step: the previous tool's result with the reservation (3 statements: the result, the
+# reservation row, the conditional grant), the assistant step — settle, thread bump, message, usage row, rollup
+# and the tool call's start row — (7). Two write transactions, and no other write: the tool call's start joins
+# the assistant step's transaction, its result the next step's reservation.
 STEP_STATEMENTS = 10
 STEP_TRANSACTIONS = 2
 # A whole run with one tool step and the final answer, on an existing thread: the service's budget check and
-# thread read, run start, the loop's budget check, user message, history, prices, two model steps, run end,
-# and the test's read of the finished run; the run start and end each add the run to the daily run rollup.
-# The one-statement units (thread and run reads, prices, the tool call's start and result) need no
-# transaction; seven of the ten transactions write.
+# thread read, run start, the loop's budget check, user message, history, prices, two model steps — the last
+# with the run's end — and the test's read of the finished run; the run start and end each add the run to the
+# daily run rollup. The one-statement units (thread and run reads, prices) need no transaction; six of the nine
+# transactions write.
 RUN_STATEMENTS = 31
-RUN_TRANSACTIONS = 10
-RUN_WRITE_TRANSACTIONS = 7
-# PostgreSQL: every unit of a tool-calling step is ONE statement in autocommit — the reservation, the assistant
-# step (settle + message + thread bump + usage row + rollup as data-modifying CTEs), the tool call's start and
-# its result — so a step is four round trips (it was nineteen: 11 statements in 4 BEGIN/COMMIT transactions).
-PG_STEP_STATEMENTS = 4
+RUN_TRANSACTIONS = 9
+RUN_WRITE_TRANSACTIONS = 6
+# PostgreSQL: a tool-calling step is TWO statements in autocommit — the previous tool's result with the budget
+# reservation, and the assistant step (settle + message + thread bump + usage row + rollup + the tool call's
+# start row) — as data-modifying CTEs: two round trips and two commits (it was nineteen round trips: 11
+# statements in 4 BEGIN/COMMIT transactions; then four statements).
+PG_STEP_STATEMENTS = 2
 PG_STEP_TRANSACTIONS = 0
 # The whole run: the same units as on SQLite, each ONE statement — the run start with its rollup and active
-# stream, the user message with the thread bump, the run end with title, compare-and-set and rollup, and each
-# quota check (rules and counters) and the history (thread, messages, tool calls) one read of JSON arrays —
-# all in autocommit: not one BEGIN/COMMIT.
-PG_RUN_STATEMENTS = 13
+# stream, the user message with the thread bump, the last model step with the run end (title, compare-and-set
+# and rollup), and each quota check (rules and counters) and the history (thread, messages, tool calls) one
+# read of JSON arrays — all in autocommit: not one BEGIN/COMMIT.
+PG_RUN_STATEMENTS = 10
 PG_RUN_TRANSACTIONS = 0
 
 
@@ -160,7 +161,7 @@ async def test_one_governed_step_stays_within_its_statement_and_transaction_budg
     assert one.through_async_engine == 0, one
 
 
-async def test_a_governed_step_on_postgresql_is_four_round_trips_and_no_transaction(postgres_url: str) -> None:
+async def test_a_governed_step_on_postgresql_is_two_round_trips_and_no_transaction(postgres_url: str) -> None:
     step, one = await _step_and_run_counts(postgres_url)
     assert step.statements <= PG_STEP_STATEMENTS and step.transactions <= PG_STEP_TRANSACTIONS, step
     assert one.statements <= PG_RUN_STATEMENTS and one.transactions <= PG_RUN_TRANSACTIONS, one

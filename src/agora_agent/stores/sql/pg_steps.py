@@ -41,6 +41,7 @@ from agora_agent.stores.sql.tables import (
     budget_rule,
     from_micros,
     message,
+    metadata,
     run,
     run_daily,
     thread,
@@ -48,6 +49,8 @@ from agora_agent.stores.sql.tables import (
     tool_call,
     usage_daily,
 )
+from agora_agent.stores.sql.tables import approval as approval_table
+from agora_agent.stores.sql.tables import tool_call as tool_call_table
 
 __all__ = [
     "append_message_statement",
@@ -59,9 +62,12 @@ __all__ = [
     "model_step_statement",
     "quota_check_statement",
     "reserve_statement",
+    "row_update",
+    "row_update_cte",
     "run_end_statement",
     "run_start_params",
     "run_start_statement",
+    "tool_call_params",
 ]
 
 _MESSAGE_COLUMNS = (
@@ -92,8 +98,9 @@ def _insert_from(table: sa.Table, columns: Sequence[str], prefix: str, source: s
     return pg.insert(table).from_select(list(columns), select)
 
 
-def _message_into_live_thread(now_param: str) -> tuple[sa.CTE, sa.CTE, sa.CTE]:
-    """The CTEs `live` (the thread, locked, if not deleted), `inserted` (the new message) and `bumped`."""
+def _message_into_live_thread(now_param: str, titled: bool = False) -> tuple[sa.CTE, sa.CTE, sa.CTE]:
+    """The CTEs `live` (the thread, locked, if not deleted), `inserted` (the new message) and `bumped` (with
+    `titled`, renamed to `_title` too: a statement may change a row once)."""
     live = (
         sa.select(thread.c.id)
         .where(thread.c.id == sa.bindparam("m_thread_id", type_=thread.c.id.type), thread.c.deleted_at.is_(None))
@@ -106,10 +113,13 @@ def _message_into_live_thread(now_param: str) -> tuple[sa.CTE, sa.CTE, sa.CTE]:
         .returning(message.c.id)
         .cte("inserted")
     )
+    changes: dict[str, Any] = {"updated_at": sa.bindparam(now_param, type_=thread.c.updated_at.type)}
+    if titled:
+        changes["title"] = sa.bindparam("_title", type_=thread.c.title.type)
     bumped = (
         sa.update(thread)
         .where(thread.c.id.in_(sa.select(live.c.id)), sa.exists(sa.select(inserted.c.id)))
-        .values(updated_at=sa.bindparam(now_param, type_=thread.c.updated_at.type))
+        .values(changes)
         .cte("bumped")
     )
     return live, inserted, bumped
@@ -134,11 +144,26 @@ def append_message_statement() -> sa.Executable:
     return _outcome(live, inserted, inserted, bumped)
 
 
+_TOOL_CALL_COLUMNS = tuple(c.name for c in tool_call.columns if c.name != "seq")
+_APPROVAL_COLUMNS = tuple(c.name for c in approval_table.columns)
+
+
 @cache
-def model_step_statement(settle_scopes: int | None, ledger: bool) -> sa.Executable:
+def model_step_statement(
+    settle_scopes: int | None,
+    ledger: bool,
+    *,
+    tool_call: bool = False,
+    approval: bool = False,
+    run_end: tuple[str, ...] | None = None,
+    titled: bool = False,
+) -> sa.Executable:
     """`record_model_step` as one statement: settle `settle_scopes` counters (None: no settlement), message,
-    thread bump, and with `ledger` the usage row and its daily rollup."""
-    live, inserted, bumped = _message_into_live_thread("now")
+    thread bump, with `ledger` the usage row and its daily rollup, with `tool_call` the first tool call's audit
+    row (and with `approval` its approval row), with `run_end` (the columns it sets) the run's end as
+    `run_end_statement` writes it (with `titled`, the thread's new title) — all only if the message is new.
+    A duplicate tool call or approval fails the whole statement."""
+    live, inserted, bumped = _message_into_live_thread("now", titled)
     writes: list[sa.CTE] = [inserted, bumped]
     used: Any = None
     if settle_scopes:
@@ -184,7 +209,21 @@ def model_step_statement(settle_scopes: int | None, ledger: bool) -> sa.Executab
             set_={name: usage_daily.c[name] + daily_insert.excluded[name] for name in _DAILY_SUMMED},
         ).cte("daily")
         writes += [usage, daily]
+    if tool_call:
+        writes.append(_insert_from(tool_call_table, _TOOL_CALL_COLUMNS, "t_", inserted).cte("called"))
+        if approval:
+            writes.append(_insert_from(approval_table, _APPROVAL_COLUMNS, "a_", inserted).cte("parked"))
+    if run_end is not None:
+        writes += _run_end_ctes(run_end, sa.exists(sa.select(inserted.c.id)), prefix="run_")
     return _outcome(live, inserted, *writes, used=used)
+
+
+def tool_call_params(values: Mapping[str, Any], approval: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The `t_` (tool call row) and `a_` (approval row) parameters of `model_step_statement`."""
+    params = {f"t_{name}": values[name] for name in _TOOL_CALL_COLUMNS}
+    if approval is not None:
+        params.update({f"a_{name}": approval[name] for name in _APPROVAL_COLUMNS})
+    return params
 
 
 def message_params(values: dict[str, Any]) -> dict[str, Any]:
@@ -221,9 +260,36 @@ def model_step_params(
     return params
 
 
+RowShape = tuple[str, tuple[str, ...], tuple[str, ...]]
+"""A one-row UPDATE's shape: (table name, key columns, changed columns); parameters `k_<key>`, `w_<column>`."""
+
+
 @cache
-def reserve_statement(tokens_limited: bool, usd_limited: bool) -> sa.Executable:
+def row_update(shape: RowShape) -> Any:
+    """The UPDATE of `shape` (built once per shape, so it compiles once)."""
+    name, keys, columns = shape
+    table = metadata.tables[name]
+    return (
+        sa.update(table)
+        .where(*(table.c[k] == sa.bindparam(f"k_{k}", type_=table.c[k].type) for k in keys))
+        .values({c: sa.bindparam(f"w_{c}", type_=table.c[c].type) for c in columns})
+    )
+
+
+@cache
+def row_update_cte(shape: RowShape) -> Any:
+    """`row_update(shape)` as the CTE `written`, returning its first key column for the row it changed."""
+    table = metadata.tables[shape[0]]
+    stmt: Any = row_update(shape)
+    return stmt.returning(table.c[shape[1][0]]).cte("written")
+
+
+@cache
+def reserve_statement(tokens_limited: bool, usd_limited: bool, first: RowShape | None = None) -> sa.Executable:
     """The common case of a one-limit budget reservation as one statement: `(granted, held)`.
+
+    With `first`, the statement begins with that row update (`written`: whether it found its row), and grants
+    only if it did: the tool result before the next model call's reservation, committed together.
 
     The counter grows only while `used + reserved < limit` (a conditional UPDATE, re-checked by PostgreSQL
     on the latest row after waiting for its lock, as in the multi-statement unit) and only if this
@@ -244,6 +310,9 @@ def reserve_statement(tokens_limited: bool, usd_limited: bool) -> sa.Executable:
         conditions.append(c.used_tokens + c.reserved_tokens < sa.bindparam("_limit_tokens", type_=sa.BigInteger()))
     if usd_limited:
         conditions.append(c.used_usd + c.reserved_usd < sa.bindparam("_limit_usd", type_=sa.Float()))
+    written = None if first is None else row_update_cte(first)
+    if written is not None:
+        conditions.append(sa.exists(sa.select(*written.c)))
     granted = (
         sa.update(budget_counter)
         .where(*conditions)
@@ -256,10 +325,13 @@ def reserve_statement(tokens_limited: bool, usd_limited: bool) -> sa.Executable:
     )
     held_columns = ("id", "scopes", "period", "tokens", "usd", "created_at", "run_id", "expires_at")
     held = _insert_from(budget_reservation, held_columns, "h_", granted).cte("held")
-    return sa.select(
+    columns = [
         sa.exists(sa.select(granted.c.scope)).label("granted"),
         sa.exists(sa.select(r.id).where(r.id == reservation_id)).label("held"),
-    ).add_cte(held)
+    ]
+    if written is None:
+        return sa.select(*columns).add_cte(held)
+    return sa.select(*columns, sa.exists(sa.select(*written.c)).label("written")).add_cte(written, held)
 
 
 _RUN_DAILY_COUNTS = ("runs", "completed", "failed", "cancelled", "running", "settled", "duration_ms")
@@ -307,23 +379,16 @@ def run_start_params(values: dict[str, Any], rollup: dict[str, Any]) -> dict[str
     return params
 
 
-@cache
-def run_end_statement(changed: tuple[str, ...], titled: bool) -> sa.Executable:
-    """`record_run_end` as one statement: (the thread's title,) the run's end if it is still `running`
-    (compare-and-set), and its move in the daily rollup from running to its terminal status.
-
-    The rollup increments are computed from the row the end returns, like `run_daily_params(started=False)`
-    does from it: the UTC day of `started_at`, `settled` = 1 (a terminal status always has `finished_at`),
-    and the duration in whole milliseconds `finished_at / 1000 - started_at / 1000` (integer division of
-    non-negative BIGINTs, i.e. Python's `//`).
-    """
+def _run_end_ctes(changed: tuple[str, ...], *conditions: Any, prefix: str = "") -> tuple[sa.CTE, sa.CTE]:
+    """The CTEs `<prefix>ended` (the run's end if it is still `running`, and `conditions`) and `<prefix>daily`
+    (its move in the daily rollup)."""
     r = run.c
     ended = (
         sa.update(run)
-        .where(r.id == sa.bindparam("_run_id", type_=r.id.type), r.status == "running")
+        .where(r.id == sa.bindparam("_run_id", type_=r.id.type), r.status == "running", *conditions)
         .values({name: sa.bindparam(f"e_{name}", type_=r[name].type) for name in changed})
         .returning(r.started_at, r.agent_name, r.finished_at)
-        .cte("ended")
+        .cte(f"{prefix}ended")
     )
     e = ended.c
     started = sa.type_coerce(e.started_at, sa.BigInteger())
@@ -341,7 +406,21 @@ def run_end_statement(changed: tuple[str, ...], titled: bool) -> sa.Executable:
         sa.case((finished.is_not(None), one), else_=zero),
         sa.case((finished.is_not(None), finished // 1000 - started // 1000), else_=zero),
     ).select_from(ended)
-    daily = _run_daily_upsert(rollup).cte("daily")
+    return ended, _run_daily_upsert(rollup).cte(f"{prefix}daily")
+
+
+@cache
+def run_end_statement(changed: tuple[str, ...], titled: bool) -> sa.Executable:
+    """`record_run_end` as one statement: (the thread's title,) the run's end if it is still `running`
+    (compare-and-set), and its move in the daily rollup from running to its terminal status.
+
+    The rollup increments are computed from the row the end returns, like `run_daily_params(started=False)`
+    does from it: the UTC day of `started_at`, `settled` = 1 (a terminal status always has `finished_at`),
+    and the duration in whole milliseconds `finished_at / 1000 - started_at / 1000` (integer division of
+    non-negative BIGINTs, i.e. Python's `//`).
+    """
+    r = run.c
+    ended, daily = _run_end_ctes(changed)
     writes: list[sa.CTE] = []
     if titled:
         writes.append(
@@ -351,7 +430,7 @@ def run_end_statement(changed: tuple[str, ...], titled: bool) -> sa.Executable:
             .cte("titled")
         )
     writes += [ended, daily]
-    return sa.select(sa.exists(sa.select(e.started_at)).label("ended")).add_cte(*writes)
+    return sa.select(sa.exists(sa.select(ended.c.started_at)).label("ended")).add_cte(*writes)
 
 
 # -- reads of several tables as ONE statement: each table's rows as a JSON array ---------------------------------

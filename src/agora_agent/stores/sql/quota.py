@@ -22,6 +22,7 @@ import contextlib
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -31,7 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.actors import Actor
-from agora_agent.errors import QuotaExceededError
+from agora_agent.errors import NotFoundError, QuotaExceededError
 from agora_agent.governance.budgets import (
     ALL,
     BudgetRuleStore,
@@ -60,11 +61,18 @@ from agora_agent.stores.sql.budgets import (
     rules_for_in,
     rules_params,
 )
-from agora_agent.stores.sql.pg_steps import counters_by_key, json_rows, quota_check_statement, reserve_statement
+from agora_agent.stores.sql.pg_steps import (
+    RowShape,
+    counters_by_key,
+    json_rows,
+    quota_check_statement,
+    reserve_statement,
+    row_update,
+)
 from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation, budget_rule
-from agora_agent.stores.sql.units import units_for
+from agora_agent.stores.sql.units import Units, units_for
 
-__all__ = ["SqlQuotaStore", "claim_won", "crossings_to_claim", "settle_reservation", "settled_counters"]
+__all__ = ["RowUpdate", "SqlQuotaStore", "claim_won", "crossings_to_claim", "settle_reservation", "settled_counters"]
 
 _c = budget_counter.c
 
@@ -148,6 +156,36 @@ def _limit_params(limit: Limit) -> dict[str, Any]:
     if limit.usd is not None:
         params["_limit_usd"] = limit.usd
     return params
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RowUpdate:
+    """A one-row UPDATE a reservation commits with it (`SqlQuotaStore.reserve(first=...)`): the row of `table`
+    whose `key` columns have these values gets `values`; no such row raises `NotFoundError(missing)`."""
+
+    table: str
+    key: Mapping[str, Any]
+    values: Mapping[str, Any]
+    missing: str
+
+    @property
+    def shape(self) -> RowShape:
+        return self.table, tuple(self.key), tuple(sorted(self.values))
+
+    def params(self) -> dict[str, Any]:
+        params = {f"k_{name}": value for name, value in self.key.items()}
+        params.update({f"w_{name}": value for name, value in self.values.items()})
+        return params
+
+    def apply(self, conn: sa.Connection) -> None:
+        """The update inside the caller's unit on `conn`."""
+        if direct.execute(conn, row_update(self.shape), self.params()).rowcount == 0:
+            raise NotFoundError(self.missing)
+
+    async def alone(self, units: Units) -> None:
+        """The update as its own one-statement unit."""
+        if (await units.one(row_update(self.shape), self.params(), write=True)).rowcount == 0:
+            raise NotFoundError(self.missing)
 
 
 def _counter_row(conn: sa.Connection, scope: str, key: str, period: str) -> dict[str, Any] | None:
@@ -396,11 +434,15 @@ class SqlQuotaStore:
         tokens: int,
         usd: float,
         run_id: str | None = None,
+        first: RowUpdate | None = None,
     ) -> Reservation:
         """Reserve `tokens`/`usd` against every budget that applies, all or nothing.
 
         The row carries `run_id` (recovery releases a crashed run's reservations) and an expiry (the
-        periodic sweep releases what outlived `Budget.reservation_ttl`)."""
+        periodic sweep releases what outlived `Budget.reservation_ttl`). `first`: a row update committed in
+        the same transaction, before the grant (a tool's result before the next model call's reservation); it
+        is committed whatever the grant decides (a refusal commits it on its own), and a missing row grants
+        nothing (`NotFoundError`)."""
         limits = await self.limits.current(actor)
         usd = usd if any(limit.usd is not None for limit in limits) else 0.0
         now = datetime.now(UTC)
@@ -415,11 +457,16 @@ class SqlQuotaStore:
             watch=watch_rows(limits, day),
         )
         if not limits:
+            if first is not None:
+                await first.alone(self._units)
             return reservation
 
         def grant(conn: sa.Connection) -> None:
+            if first is not None:
+                first.apply(conn)
             # The reservation row first: if an earlier attempt committed (its reply lost to a dropped
-            # connection), the insert conflicts before any counter moved, and the grant stands.
+            # connection), the insert conflicts before any counter moved, and the grant stands (and `first`,
+            # written by that attempt too).
             try:
                 direct.execute(conn, _INSERT_RESERVATION, _reservation_row(reservation, now), keyed=True)
             except sa.exc.IntegrityError:
@@ -427,15 +474,25 @@ class SqlQuotaStore:
             for limit in limits:
                 self._grant_one(conn, limit, day, tokens, usd)
 
-        if self._postgres and len(limits) == 1 and await self._reserve_one_statement(reservation, limits[0], now):
-            return reservation
-        with contextlib.suppress(_AlreadyGranted):
-            await self._units.run(grant, write=True)
+        if self._postgres and len(limits) == 1:
+            if await self._reserve_one_statement(reservation, limits[0], now, first):
+                return reservation
+            first = None  # committed by that statement: the full unit below only decides the grant
+        try:
+            with contextlib.suppress(_AlreadyGranted):
+                await self._units.run(grant, write=True)
+        except QuotaExceededError:
+            if first is not None:  # rolled back with the refused grant: committed on its own
+                await first.alone(self._units)
+            raise
         return reservation
 
-    async def _reserve_one_statement(self, reservation: Reservation, limit: Limit, now: datetime) -> bool:
-        """PostgreSQL, one limit, its counter there with headroom: the reservation as ONE statement in autocommit
-        (`pg_steps.reserve_statement`). False when it wrote nothing and the full unit must decide."""
+    async def _reserve_one_statement(
+        self, reservation: Reservation, limit: Limit, now: datetime, first: RowUpdate | None
+    ) -> bool:
+        """PostgreSQL, one limit, its counter there with headroom: the reservation (after `first`) as ONE
+        statement in autocommit (`pg_steps.reserve_statement`). False when it granted nothing and the full unit
+        must decide (`first` is committed then all the same)."""
         scope, key, period = reservation.scopes[0]
         params: dict[str, Any] = {
             **_key(scope, key, period),
@@ -445,8 +502,14 @@ class SqlQuotaStore:
             **{f"h_{name}": value for name, value in _reservation_row(reservation, now).items()},
             **_limit_params(limit),
         }
-        stmt = reserve_statement(limit.tokens is not None, limit.usd is not None)
+        if first is not None:
+            params.update(first.params())
+        stmt = reserve_statement(
+            limit.tokens is not None, limit.usd is not None, None if first is None else first.shape
+        )
         outcome = (await self._units.one(stmt, params, write=True)).one()
+        if first is not None and not outcome["written"]:
+            raise NotFoundError(first.missing)  # nothing written: the grant depends on the row
         return bool(outcome["granted"] or outcome["held"])  # granted now, or by an earlier attempt whose reply was lost
 
     async def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:

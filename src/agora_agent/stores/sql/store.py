@@ -13,6 +13,7 @@ then a re-read), so concurrent callers on any number of processes agree on one w
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
@@ -25,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.errors import ConflictError, NotFoundError
+from agora_agent.governance.quota import Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
     ApprovalRecord,
@@ -38,10 +40,11 @@ from agora_agent.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.base import ModelStep, NewThread, RunOpened
+from agora_agent.stores.base import ModelStep, NewThread, QuotaReserve, RunOpened, record_tool_call_once
 from agora_agent.stores.sql import direct, pg_steps, run_start
 from agora_agent.stores.sql import records as rec
 from agora_agent.stores.sql.quota import (
+    RowUpdate,
     SqlQuotaStore,
     claim_won,
     crossings_to_claim,
@@ -377,17 +380,41 @@ class SqlAgentStore:
         )
         if settlement is not None and not settle_here:
             await settlement.quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
+        end = step.run_end
+        ending = None
+        if end is not None:
+            ending = _run_end_values(
+                end.status, None, end.step_count, end.input_tokens, end.output_tokens, end.cost_usd, _now()
+            )
         try:
             if self._postgres:
-                await self._model_step_statement(step, values, now, settle_here)
+                await self._model_step_statement(step, values, now, settle_here, ending)
             else:
-                await self._write(partial(_model_step_unit, step, values, now, settle_here))
+                await self._write(partial(_model_step_unit, step, values, now, settle_here, ending))
         except _Replayed:
+            # Written before (the message, and with it the tool call and the run end), unless by an older
+            # writer that wrote them one after the other: those are written once, on their own.
+            if step.tool_call is not None:
+                await record_tool_call_once(self, step.tool_call, step.approval)
+            if end is not None:
+                await end.record(self)
             return await self._stored_message(step.message_id)
+        except (ConflictError, sa.exc.IntegrityError):
+            if step.tool_call is None:
+                raise
+            # Another call under the tool call's id (the whole write rolled back): the step as it was written
+            # before the call joined it, then the conflict, as a separate `record_tool_call_once` raises it.
+            await self.record_model_step(dataclasses.replace(step, tool_call=None, approval=None))
+            await record_tool_call_once(self, step.tool_call, step.approval)
         return record
 
     async def _model_step_statement(
-        self, step: ModelStep, values: dict[str, Any], now: datetime, settle_here: bool
+        self,
+        step: ModelStep,
+        values: dict[str, Any],
+        now: datetime,
+        settle_here: bool,
+        ending: dict[str, Any] | None,
     ) -> None:
         """PostgreSQL: the step as ONE statement in autocommit (`pg_steps.model_step_statement`), then the
         budget thresholds its settle reached claimed right after it (a crash in between: the next settle on
@@ -396,11 +423,24 @@ class SqlAgentStore:
         held = None
         if settle_here and settlement is not None and settlement.reservation.scopes:
             held = settlement.reservation
-        stmt = pg_steps.model_step_statement(None if held is None else len(held.scopes), step.ledger is not None)
+        approval_values = None if step.approval is None else _approval_values(step.approval)
+        end = step.run_end
+        stmt = pg_steps.model_step_statement(
+            None if held is None else len(held.scopes),
+            step.ledger is not None,
+            tool_call=step.tool_call is not None,
+            approval=approval_values is not None,
+            run_end=None if ending is None else tuple(sorted(ending)),
+            titled=end is not None and end.thread_title is not None,
+        )
         settle = None
         if held is not None and settlement is not None:
             settle = (held.id, settled_counters(held), held.tokens, held.usd, settlement.tokens, settlement.usd)
         params = pg_steps.model_step_params(values, now, settle, step.ledger)
+        if step.tool_call is not None:
+            params.update(pg_steps.tool_call_params(_row(step.tool_call), approval_values))
+        if end is not None and ending is not None:
+            params.update(_run_end_params(end.run_id, ending, end.thread_title))
         outcome = (await self._units.one(stmt, params, write=True)).one()
         _live_and_new(outcome, step.thread_id)
         if held is None or settlement is None:
@@ -449,33 +489,17 @@ class SqlAgentStore:
 
     async def record_tool_call(self, record: ToolCallRecord, approval: ApprovalRecord | None = None) -> None:
         """The audit row and, for an action parked for approval, its approval row — one transaction."""
-        values = _row(record)
-        conflict = f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
-        approval_values = None if approval is None else _approval_values(approval)
-
-        if approval_values is None:  # the common case: one statement, in autocommit
+        if approval is None:  # the common case: one statement, in autocommit
+            conflict = f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
             try:
-                await self._units.one(_INSERT[tool_call.name], values, write=True, keyed=True)
+                await self._units.one(_INSERT[tool_call.name], _row(record), write=True, keyed=True)
             except sa.exc.IntegrityError as exc:
                 raise ConflictError(conflict) from exc
             return
-
-        def work(conn: sa.Connection) -> None:
-            _insert_or_conflict(conn, tool_call, values, conflict)
-            if approval_values is not None and approval is not None:
-                _insert_or_conflict(
-                    conn,
-                    _approval_table,
-                    approval_values,
-                    f"an approval for tool call {approval.tool_call_id} of run {approval.run_id} already exists",
-                )
-
-        await self._units.run(work, write=True)
+        await self._units.run(lambda conn: _insert_tool_call(conn, record, approval), write=True)
 
     async def update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
-        changes = patch.changes()
-        if changes.get("status") in ("executed", "failed"):
-            changes["executed_at"] = _now()
+        changes = _tool_call_changes(patch)
         if not changes:
             if await self.get_tool_call(run_id, tool_call_id) is None:
                 raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
@@ -483,6 +507,36 @@ class SqlAgentStore:
         params = {**changes, "_run_id": run_id, "_tool_call_id": tool_call_id}
         if (await self._units.one(_UPDATE_TOOL_CALL, params, write=True, keyed=True)).rowcount == 0:
             raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
+
+    async def record_tool_result(
+        self, run_id: str, tool_call_id: str, patch: ToolCallPatch, *, reserve: QuotaReserve | None = None
+    ) -> Reservation | None:
+        """The tool call's result and the next model call's reservation in ONE transaction (on PostgreSQL with one
+        limit: one statement) when the quota is a `SqlQuotaStore` on this database; else one after the other."""
+        quota = None if reserve is None else reserve.quota
+        changes = _tool_call_changes(patch)
+        if (
+            reserve is None
+            or not changes
+            or not (isinstance(quota, SqlQuotaStore) and quota.shares_transactions_with(self.engine))
+        ):
+            await self.update_tool_call(run_id, tool_call_id, patch)
+            return None if reserve is None else await reserve.take()
+        first = RowUpdate(
+            table=tool_call.name,
+            key={"run_id": run_id, "id": tool_call_id},
+            values=changes,
+            missing=f"tool call {tool_call_id} of run {run_id} not found",
+        )
+        return await quota.reserve(
+            reserve.actor,
+            reserve.day,
+            reservation_id=reserve.reservation_id,
+            tokens=reserve.tokens,
+            usd=reserve.usd,
+            run_id=reserve.run_id,
+            first=first,
+        )
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         params = {"_run_id": run_id, "_tool_call_id": tool_call_id}
@@ -665,35 +719,15 @@ class SqlAgentStore:
         finished_at: datetime | None = None,
         thread_title: str | None = None,
     ) -> bool:
-        values: dict[str, Any] = {"status": status, "error": error, "finished_at": finished_at or _now()}
-        optional = {
-            "step_count": step_count,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "cost_usd": cost_usd,
-        }
-        values.update({k: v for k, v in optional.items() if v is not None})
-        values["_run_id"] = run_id
-
-        def work(conn: sa.Connection) -> bool:
-            if thread_title is not None:  # the title first, as the loop wrote it before the run end
-                direct.execute(conn, _RENAME_RUN_THREAD, {"_run_id": run_id, "_title": thread_title})
-            ended = direct.execute(conn, _END_RUN, values, keyed=True).first()
-            if ended is None:
-                return False
-            rollup = run_daily_params(
-                ended["started_at"], ended["agent_name"], started=False, status=status, finished_at=ended["finished_at"]
-            )
-            direct.execute(conn, upsert_run_daily(conn.dialect.name), rollup, keyed=True)
-            return True
-
+        values = _run_end_values(
+            status, error, step_count, input_tokens, output_tokens, cost_usd, finished_at or _now()
+        )
         if not self._postgres:
-            return await self._write(work)
-        changed = tuple(sorted(k for k in values if k != "_run_id"))
-        stmt = pg_steps.run_end_statement(changed, thread_title is not None)
-        params = {f"e_{k}": v for k, v in values.items() if k != "_run_id"}
-        params.update(_run_id=run_id, _title=thread_title)
-        return bool((await self._units.one(stmt, params, write=True)).one()["ended"])
+            return await self._write(partial(_run_end_unit, run_id, values, thread_title))
+        stmt = pg_steps.run_end_statement(tuple(sorted(values)), thread_title is not None)
+        return bool(
+            (await self._units.one(stmt, _run_end_params(run_id, values, thread_title), write=True)).one()["ended"]
+        )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = (await self._units.one(_RUN, {"_run_id": run_id}, write=False)).first()
@@ -723,6 +757,57 @@ def _with_thread(record: RunRecord, thread_id: str) -> RunRecord:
     return clone
 
 
+def _run_end_values(
+    status: str,
+    error: str | None,
+    step_count: int | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cost_usd: float | None,
+    finished_at: datetime,
+) -> dict[str, Any]:
+    """The run columns `record_run_end` sets (the counters only when given)."""
+    values: dict[str, Any] = {"status": status, "error": error, "finished_at": finished_at}
+    optional = {"step_count": step_count, "input_tokens": input_tokens, "output_tokens": output_tokens}
+    values.update({k: v for k, v in optional.items() if v is not None})
+    if cost_usd is not None:
+        values["cost_usd"] = cost_usd
+    return values
+
+
+def _run_end_params(run_id: str, values: dict[str, Any], thread_title: str | None) -> dict[str, Any]:
+    """`pg_steps.run_end_statement`'s parameters (`model_step_statement`'s with a run end)."""
+    params = {f"e_{k}": v for k, v in values.items()}
+    params.update(_run_id=run_id, _title=thread_title)
+    return params
+
+
+def _run_end_unit(run_id: str, values: dict[str, Any], thread_title: str | None, conn: sa.Connection) -> bool:
+    """`record_run_end` in the caller's transaction: (the title,) the compare-and-set end, the rollup."""
+    if thread_title is not None:  # the title first, as the loop wrote it before the run end
+        direct.execute(conn, _RENAME_RUN_THREAD, {"_run_id": run_id, "_title": thread_title})
+    ended = direct.execute(conn, _END_RUN, {**values, "_run_id": run_id}, keyed=True).first()
+    if ended is None:
+        return False
+    rollup = run_daily_params(
+        ended["started_at"],
+        ended["agent_name"],
+        started=False,
+        status=values["status"],
+        finished_at=ended["finished_at"],
+    )
+    direct.execute(conn, upsert_run_daily(conn.dialect.name), rollup, keyed=True)
+    return True
+
+
+def _tool_call_changes(patch: ToolCallPatch) -> dict[str, Any]:
+    """The columns `patch` sets; a result (executed or failed) also stamps `executed_at`."""
+    changes = patch.changes()
+    if changes.get("status") in ("executed", "failed"):
+        changes["executed_at"] = _now()
+    return changes
+
+
 def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, Any], conflict: str) -> None:
     # No savepoint: an IntegrityError ends the whole unit (rolled back), which is what a conflict means here.
     try:
@@ -736,9 +821,15 @@ def _insert_or_conflict(conn: sa.Connection, table: sa.Table, values: dict[str, 
 
 
 def _model_step_unit(
-    step: ModelStep, values: dict[str, Any], now: datetime, settle_here: bool, conn: sa.Connection
+    step: ModelStep,
+    values: dict[str, Any],
+    now: datetime,
+    settle_here: bool,
+    ending: dict[str, Any] | None,
+    conn: sa.Connection,
 ) -> None:
-    """`record_model_step` as one transaction: settle, thread bump, message (once), usage row, daily rollup."""
+    """`record_model_step` as one transaction: settle, thread bump, message (once), usage row, daily rollup,
+    the first tool call's row, the run's end."""
     settlement = step.settlement
     if settle_here and settlement is not None:
         settle_reservation(conn, settlement.reservation, settlement.tokens, settlement.usd)
@@ -748,6 +839,23 @@ def _model_step_unit(
     if step.ledger is not None:
         direct.execute(conn, _INSERT_USAGE, _row(step.ledger), keyed=True)
         direct.execute(conn, upsert_usage_daily(conn.dialect.name), usage_daily_params(step.ledger), keyed=True)
+    if step.tool_call is not None:
+        _insert_tool_call(conn, step.tool_call, step.approval)
+    if step.run_end is not None and ending is not None:
+        _run_end_unit(step.run_end.run_id, ending, step.run_end.thread_title, conn)
+
+
+def _insert_tool_call(conn: sa.Connection, record: ToolCallRecord, approval: ApprovalRecord | None) -> None:
+    """The audit row and an action's approval, in the caller's transaction (a duplicate: ConflictError)."""
+    conflict = f"tool call {record.id} of run {record.run_id} is already recorded (or its thread is unknown)"
+    _insert_or_conflict(conn, tool_call, _row(record), conflict)
+    if approval is not None:
+        _insert_or_conflict(
+            conn,
+            _approval_table,
+            _approval_values(approval),
+            f"an approval for tool call {approval.tool_call_id} of run {approval.run_id} already exists",
+        )
 
 
 _Loaded = tuple[Mapping[Any, Any] | None, Sequence[Mapping[Any, Any]], Sequence[Mapping[Any, Any]], bool]
