@@ -143,3 +143,15 @@ async def test_rejection_by_hooks_is_persisted_and_streamed() -> None:
         ("send_invoice", "pending_approval"),
         ("send_invoice", "rejected"),
     ]
+
+
+def test_step_ids_are_uuid5_of_the_run_and_step() -> None:
+    """Stored message ids are uuid5(namespace, "<run>/<step>"): a durable replay, and rows written before,
+    must keep finding them however the id is computed."""
+    import uuid
+
+    from agora_agent.loop.turn import _STEP_IDS, step_id
+
+    names = ["", "a", "x" * 300, "é✓/assistant/0", *(f"{uuid.uuid4().hex}/assistant/{i}" for i in range(200))]
+    for name in names:
+        assert step_id(name) == str(uuid.uuid5(_STEP_IDS, name))
