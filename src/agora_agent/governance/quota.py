@@ -278,14 +278,34 @@ class _Counter:
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """What reserving under one limits tuple on one day needs, worked out once: the counters (kept: a counter
-    is never replaced once made), whether a USD limit applies, the thresholds to watch."""
+    is never replaced once made), each limit's token and USD cap, whether a USD limit applies, the thresholds
+    to watch, and each watched row's trigger: (index of its counter, by tokens?, threshold x limit, claim
+    key, the row)."""
 
     limits: tuple[Limit, ...]
     day: str
     scopes: tuple[tuple[str, str, str], ...]
     cells: tuple[_Counter, ...]
+    caps: tuple[tuple[int | None, float | None], ...]
     usd: bool
     watch: tuple[tuple[Any, ...], ...]
+    triggers: tuple[tuple[int, bool, float, tuple[str, str, str, str, float], tuple[Any, ...]], ...]
+
+
+def _triggers(
+    scopes: Sequence[tuple[str, str, str]], watch: Sequence[tuple[Any, ...]]
+) -> tuple[tuple[int, bool, float, tuple[str, str, str, str, float], tuple[Any, ...]], ...]:
+    """`_Plan.triggers`: each watched row against the counter it reads (the last scope entry of that counter,
+    as `crossings` reads the `used` map; a row whose counter the plan does not hold never triggers)."""
+    index = {scope: i for i, scope in enumerate(scopes)}
+    out = []
+    for row in watch:
+        scope, key, period, unit, limit, threshold = row
+        i = index.get((scope, key, period))
+        if i is not None:
+            claim = (scope, key, period, unit, float(threshold))
+            out.append((i, unit == "tokens", float(threshold) * float(limit), claim, row))
+    return tuple(out)
 
 
 @dataclass
@@ -313,24 +333,31 @@ class MemoryQuotaStore:
         self._claims = _Claims()
         self._pending: dict[str, list[ThresholdCrossing]] = {}
         self._plans: dict[tuple[tuple[Limit, ...], str], _Plan] = {}  # by value: limits are read anew per chat
-        self._open_cells: dict[str, tuple[_Counter, ...]] = {}  # an open reservation's counters, in scope order
+        self._last: _Plan | None = None  # the last plan used: the same limits tuple again skips hashing it
+        self._open_plans: dict[str, _Plan] = {}  # the plan an open reservation was granted under
 
     def _plan(self, limits: tuple[Limit, ...], day: str) -> _Plan:
+        last = self._last
+        if last is not None and last.limits is limits and last.day == day:
+            return last
         plan = self._plans.get((limits, day))
-        if plan is not None:
-            return plan
-        scopes = tuple(limit.counter(day) for limit in limits)
-        plan = _Plan(
-            limits=limits,
-            day=day,
-            scopes=scopes,
-            cells=tuple(self._counter(*scope) for scope in scopes),
-            usd=any(limit.usd is not None for limit in limits),
-            watch=watch_rows(limits, day),
-        )
-        if len(self._plans) >= 1024:  # bounded: limits tuples are remembered per actor for a while only
-            self._plans.clear()
-        self._plans[(limits, day)] = plan
+        if plan is None:
+            scopes = tuple(limit.counter(day) for limit in limits)
+            watch = watch_rows(limits, day)
+            plan = _Plan(
+                limits=limits,
+                day=day,
+                scopes=scopes,
+                cells=tuple(self._counter(*scope) for scope in scopes),
+                caps=tuple((limit.tokens, limit.usd) for limit in limits),
+                usd=any(limit.usd is not None for limit in limits),
+                watch=watch,
+                triggers=_triggers(scopes, watch),
+            )
+            if len(self._plans) >= 1024:  # bounded: limits tuples are remembered per actor for a while only
+                self._plans.clear()
+            self._plans[(limits, day)] = plan
+        self._last = plan
         return plan
 
     def _counter(self, scope: str, key: str, period: str) -> _Counter:
@@ -364,10 +391,17 @@ class MemoryQuotaStore:
     ) -> Reservation:
         limits = await self.limits.current(actor)
         plan = self._plan(limits, day)  # no await from here to the grant
-        for limit, c in zip(limits, plan.cells, strict=True):
-            error = refusal(limit, day, c.used_tokens, c.used_usd, c.reserved_tokens, c.reserved_usd)
-            if error is not None:
-                raise error
+        for c, (cap_tokens, cap_usd) in zip(plan.cells, plan.caps, strict=True):
+            # `refusal`'s test, inline: the error is built only for a scope without headroom
+            if (cap_tokens is not None and c.used_tokens + c.reserved_tokens >= cap_tokens) or (
+                cap_usd is not None and c.used_usd + c.reserved_usd >= cap_usd
+            ):
+                for limit, cell in zip(limits, plan.cells, strict=True):  # the first refusing limit, as before
+                    error = refusal(
+                        limit, day, cell.used_tokens, cell.used_usd, cell.reserved_tokens, cell.reserved_usd
+                    )
+                    if error is not None:
+                        raise error
         usd = usd if plan.usd else 0.0
         for c in plan.cells:
             c.reserved_tokens += tokens
@@ -384,17 +418,50 @@ class MemoryQuotaStore:
         )
         if plan.scopes:
             self._open[reservation_id] = reservation
-            self._open_cells[reservation_id] = plan.cells
+            self._open_plans[reservation_id] = plan
         return reservation
 
     def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
         if self._open.pop(reservation.id, None) is None:
             return  # settled or released already: settling twice must not double-count
-        cells = self._open_cells.pop(reservation.id, None)
+        plan = self._open_plans.pop(reservation.id, None)
+        if plan is None or plan.scopes != reservation.scopes or plan.watch != reservation.watch:
+            self._close_by_scope(reservation, tokens, usd)
+            return
+        for c in plan.cells:
+            c.reserved_tokens -= reservation.tokens
+            c.reserved_usd -= reservation.usd
+            c.used_tokens += tokens
+            c.used_usd += usd
+        if plan.triggers and (tokens > 0 or usd > 0):
+            self._claim_triggers(reservation.id, plan)
+
+    def _claim_triggers(self, reservation_id: str, plan: _Plan) -> None:
+        """`_claim_crossings` on the plan's precomputed triggers (the same crossings, in watch order)."""
+        raised = self._claims.raised
+        won: list[ThresholdCrossing] = []
+        cells = plan.cells
+        for i, by_tokens, trigger, claim, row in plan.triggers:
+            c = cells[i]
+            value = c.used_tokens if by_tokens else c.used_usd
+            if value >= trigger and claim not in raised:
+                scope, key, period, unit, limit, threshold = row
+                won.append(
+                    ThresholdCrossing(
+                        scope=scope, key=key, period=period, unit=unit, threshold=claim[4], used=value, limit=limit
+                    )
+                )
+        for crossing in won:
+            raised.add((crossing.scope, crossing.key, crossing.period, crossing.unit, crossing.threshold))
+        if won:
+            self._pending[reservation_id] = won
+
+    def _close_by_scope(self, reservation: Reservation, tokens: int, usd: float) -> None:
+        """Close a reservation by its own scope entries (one not granted here as it is, e.g. a checkpoint's)."""
         used: dict[tuple[str, str, str], tuple[int, float]] = {}
-        for i, entry in enumerate(reservation.scopes):
+        for entry in reservation.scopes:
             counter = unpack_scope(entry, reservation.period_key)
-            c = cells[i] if cells is not None else self._counter(*counter)  # a counter is never replaced
+            c = self._counter(*counter)  # a counter is never replaced
             c.reserved_tokens -= reservation.tokens
             c.reserved_usd -= reservation.usd
             c.used_tokens += tokens

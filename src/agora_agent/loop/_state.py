@@ -53,11 +53,17 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
+"""What `json.dumps(value, default=str, ensure_ascii=False)` builds on every call, built once."""
+
+
 def serialize_output(output: Any) -> str:
     """Tool output as the model sees it: strings as-is, everything else as JSON."""
     if isinstance(output, str):
         return output
-    return json.dumps(output, default=str, ensure_ascii=False)
+    if type(output) is int:
+        return int.__repr__(output)  # what JSON writes for an int
+    return _ENCODER.encode(output)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -112,7 +112,9 @@ class ApprovalDecision:
 class LoopHooks(Protocol):
     """The seam between the loop and its runner."""
 
-    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T: ...
+    def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        """Run `fn` as the step `name` and return its result (awaited); an `async def` is the usual shape."""
+        ...
 
     async def await_approval(self, pending: PendingApproval) -> ApprovalDecision: ...
 
@@ -127,7 +129,7 @@ class LoopHooks(Protocol):
     # `effect` below. Hooks without it run effects as steps.
 
 
-async def effect(hooks: LoopHooks, name: str, fn: Callable[[], Awaitable[object]]) -> None:
+def effect(hooks: LoopHooks, name: str, fn: Callable[[], Awaitable[object]]) -> Awaitable[object]:
     """Run a write whose result the loop does not need and which is safe to run twice (written once by a
     deterministic id, or setting the same values again), such as the `persist:*` audit and message writes.
 
@@ -135,12 +137,9 @@ async def effect(hooks: LoopHooks, name: str, fn: Callable[[], Awaitable[object]
     recorded (it committed before that step began) and runs it again otherwise, so a run pays one
     checkpoint per model call and per tool, not one per write. The name keeps its place in the step order
     (a failed write is checkpointed under it, so a replay fails the same way). Hooks without an `effect`
-    method run it as a step."""
+    method run it as a step. Await what it returns (the hooks' own awaitable: no coroutine layer here)."""
     run_effect = getattr(hooks, "effect", None)
-    if run_effect is None:
-        await hooks.step(name, fn)
-    else:
-        await run_effect(name, fn)
+    return hooks.step(name, fn) if run_effect is None else run_effect(name, fn)
 
 
 @dataclass(kw_only=True)

@@ -100,36 +100,49 @@ class _Instruments:
     budget_refusals: Counter
 
 
-def _otel_global_unset(module: str, attribute: str, env: str) -> bool:
-    """True while OpenTelemetry has no global provider of this kind (none set, none named by `env`).
+class _GlobalProvider:
+    """OpenTelemetry's global provider of one kind, as `unset()` sees it.
 
-    Looked up on every span/metric of every step while nobody configured OTel, so it must cost nothing:
-    the API's own getter tests `env in os.environ` each time (a KeyError raised and caught inside `os`).
-    The variable is read once per process; `set_*_provider` fills the module global this checks first.
+    Asked on every span/metric of every step while nobody configured OTel, so it must cost nothing: the API's
+    own getter tests `env in os.environ` each time (a KeyError raised and caught inside `os`). The module is
+    imported and the variable read once per process; `set_*_provider` fills the module global read here.
     """
-    imported = _OTEL_MODULES.get(module, _MISSING)
-    if imported is _MISSING:
-        try:
-            imported = _OTEL_MODULES[module] = importlib.import_module(module)
-        except ImportError:  # the `otel` extra is not installed
-            imported = _OTEL_MODULES[module] = None
-    if imported is None:
-        return True
-    if getattr(imported, attribute, None) is not None:
-        return False
-    named = _OTEL_ENV.get(env)
-    if named is None:
-        named = _OTEL_ENV[env] = env in os.environ
-    return not named
+
+    __slots__ = ("_attribute", "_env", "_module", "_module_name", "_named")
+
+    def __init__(self, module: str, attribute: str, env: str) -> None:
+        self._module_name = module
+        self._attribute = attribute
+        self._env = env
+        self._module: Any = _MISSING
+        self._named: bool | None = None
+
+    def unset(self) -> bool:
+        """True while OpenTelemetry has no global provider of this kind (none set, none named by the variable)."""
+        module = self._module
+        if module is _MISSING:
+            try:
+                module = importlib.import_module(self._module_name)
+            except ImportError:  # the `otel` extra is not installed
+                module = None
+            self._module = module
+        if module is None:
+            return True
+        if getattr(module, self._attribute, None) is not None:
+            return False
+        named = self._named
+        if named is None:
+            named = self._named = self._env in os.environ
+        return not named
 
 
 _MISSING = object()
-_OTEL_MODULES: dict[str, Any] = {}
-_OTEL_ENV: dict[str, bool] = {}
+_TRACE = _GlobalProvider("opentelemetry.trace", "_TRACER_PROVIDER", "OTEL_PYTHON_TRACER_PROVIDER")
+_METER = _GlobalProvider("opentelemetry.metrics._internal", "_METER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
 
 
 def _real_tracer_provider() -> TracerProvider | None:
-    if _otel_global_unset("opentelemetry.trace", "_TRACER_PROVIDER", "OTEL_PYTHON_TRACER_PROVIDER"):
+    if _TRACE.unset():
         return None  # nobody configured tracing: stay at zero cost
     from opentelemetry import trace
 
@@ -140,7 +153,7 @@ def _real_tracer_provider() -> TracerProvider | None:
 
 
 def _real_meter_provider() -> MeterProvider | None:
-    if _otel_global_unset("opentelemetry.metrics._internal", "_METER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER"):
+    if _METER.unset():
         return None
     from opentelemetry import metrics
 
@@ -187,41 +200,44 @@ class Telemetry:
 
     def tracer(self) -> Tracer | None:
         """The tracer, or None when no tracer provider is configured (then no span is ever created)."""
-        if self._tracer_cache is None:
-            provider = self._tracer_provider or _real_tracer_provider()
-            if provider is None:
-                return None
-
-            self._tracer_cache = provider.get_tracer(_INSTRUMENTATION, __version__)
+        cached = self._tracer_cache
+        if cached is not None:
+            return cached
+        if not self._tracer_provider and _TRACE.unset():
+            return None  # the common case, asked a few times per step: one look at OTel's global
+        provider = self._tracer_provider or _real_tracer_provider()
+        if provider is None:
+            return None
+        self._tracer_cache = provider.get_tracer(_INSTRUMENTATION, __version__)
         return self._tracer_cache
 
     def _instruments(self) -> _Instruments | None:
-        if self._instruments_cache is None:
-            provider = self._meter_provider or _real_meter_provider()
-            if provider is None:
-                return None
+        cached = self._instruments_cache
+        if cached is not None:
+            return cached
+        if not self._meter_provider and _METER.unset():
+            return None
+        provider = self._meter_provider or _real_meter_provider()
+        if provider is None:
+            return None
 
-            meter: Meter = provider.get_meter(_INSTRUMENTATION, __version__)
-            self._instruments_cache = _Instruments(
-                token_usage=meter.create_histogram(
-                    sc.METRIC_TOKEN_USAGE, unit="{token}", description="Tokens used per model call"
-                ),
-                duration=meter.create_histogram(
-                    sc.METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration"
-                ),
-                tool_calls=meter.create_counter(
-                    sc.METRIC_TOOL_CALLS, unit="{call}", description="Tool calls by status"
-                ),
-                approvals=meter.create_counter(
-                    sc.METRIC_APPROVALS, unit="{approval}", description="Approvals by outcome"
-                ),
-                approval_wait=meter.create_histogram(
-                    sc.METRIC_APPROVAL_WAIT, unit="s", description="Time an action waited for a decision"
-                ),
-                budget_refusals=meter.create_counter(
-                    sc.METRIC_BUDGET_REFUSALS, unit="{refusal}", description="Chats or steps a budget refused"
-                ),
-            )
+        meter: Meter = provider.get_meter(_INSTRUMENTATION, __version__)
+        self._instruments_cache = _Instruments(
+            token_usage=meter.create_histogram(
+                sc.METRIC_TOKEN_USAGE, unit="{token}", description="Tokens used per model call"
+            ),
+            duration=meter.create_histogram(
+                sc.METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration"
+            ),
+            tool_calls=meter.create_counter(sc.METRIC_TOOL_CALLS, unit="{call}", description="Tool calls by status"),
+            approvals=meter.create_counter(sc.METRIC_APPROVALS, unit="{approval}", description="Approvals by outcome"),
+            approval_wait=meter.create_histogram(
+                sc.METRIC_APPROVAL_WAIT, unit="s", description="Time an action waited for a decision"
+            ),
+            budget_refusals=meter.create_counter(
+                sc.METRIC_BUDGET_REFUSALS, unit="{refusal}", description="Chats or steps a budget refused"
+            ),
+        )
         return self._instruments_cache
 
     # -- events -------------------------------------------------------------------------------------

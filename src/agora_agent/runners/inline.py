@@ -102,8 +102,13 @@ class _Hooks:
         self._parent_writer = parent_writer
         self._writer: SinkWriter | None = None
 
-    async def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> T:
-        return await fn()
+    def step(self, name: str, fn: Callable[[], Awaitable[T]]) -> Awaitable[T]:
+        # In-process a step is its body: hand back its awaitable, no coroutine of the hooks' own around it
+        # (a tool step goes through here six times).
+        return fn()
+
+    def effect(self, name: str, fn: Callable[[], Awaitable[object]]) -> Awaitable[object]:
+        return fn()
 
     async def open_sink(self) -> SinkWriter:
         if self._writer is None:
