@@ -24,6 +24,7 @@ from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.governance.quota import Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
+    UNSET,
     ApprovalRecord,
     MessageRecord,
     RunRecord,
@@ -393,10 +394,11 @@ class MemoryAgentStore:
         record = self._tool_calls.get((run_id, tool_call_id))
         if record is None:
             raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
-        changes = patch.changes()
-        for name, value in changes.items():
-            setattr(record, name, value)
-        if changes.get("status") in ("executed", "failed"):
+        fields = record.__dict__
+        for name, value in patch.__dict__.items():  # `patch.changes()`, without building the dict
+            if value is not UNSET:
+                fields[name] = value
+        if patch.status in ("executed", "failed"):
             record.executed_at = self._now()
 
     async def record_tool_result(
