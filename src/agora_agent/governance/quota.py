@@ -445,7 +445,7 @@ class MemoryQuotaStore:
             c = cells[i]
             value = c.used_tokens if by_tokens else c.used_usd
             if value >= trigger and claim not in raised:
-                scope, key, period, unit, limit, threshold = row
+                scope, key, period, unit, limit, _ = row
                 won.append(
                     ThresholdCrossing(
                         scope=scope, key=key, period=period, unit=unit, threshold=claim[4], used=value, limit=limit
