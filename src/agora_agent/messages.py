@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
+from agora_agent._frozen import fast_init
+
 __all__ = [
     "Attachment",
     "MessageSeq",
@@ -48,6 +50,7 @@ class ToolDefinition:
     kind: ToolKind = "read"
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCall:
     """One tool call the model asked for. `id` is model-supplied and unique within a run."""
@@ -57,6 +60,7 @@ class ToolCall:
     input: dict[str, Any]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolResult:
     """The outcome of a tool call as fed back to the model. `content` is already serialised text."""
@@ -67,6 +71,7 @@ class ToolResult:
     is_error: bool = False
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelMessage:
     """One history entry. `role="tool"` carries `tool_results` answering the previous assistant message."""
@@ -78,6 +83,7 @@ class ModelMessage:
     attachments: tuple[Attachment, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
     """Token usage of one model turn, normalised across providers.
@@ -174,6 +180,7 @@ class MessageSeq(Sequence[ModelMessage]):
         return f"MessageSeq({tuple(self)!r})"
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelRequest:
     """Everything one model turn needs. `model_id` is the agent's configured model id, if any.
@@ -186,6 +193,7 @@ class ModelRequest:
     model_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelTurn:
     """What one model turn produced. The provider MUST NOT execute tools.

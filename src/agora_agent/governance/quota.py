@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agora_agent._frozen import fast_init
 from agora_agent.actors import Actor
 from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.budgets import (
@@ -73,6 +74,7 @@ class Budget:
     reservation_ttl: timedelta = timedelta(minutes=15)
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reservation:
     """A granted reservation; settle or release it exactly once.

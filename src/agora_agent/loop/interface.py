@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from agora_agent._frozen import fast_init
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition
 from agora_agent.genui.present import PresentationErrorHandler
@@ -47,6 +48,7 @@ HANDED_OVER = "agora: the run is executed by another process now"
 Redactor = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunInput:
     """One run's input. `day` (UTC `YYYY-MM-DD`) is stamped once by the caller."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agora_agent._frozen import fast_init
+
 __all__ = ["AgentFrame", "ComponentFrame", "ErrorFrame", "Frame", "StreamEvent", "TextFrame", "ToolFrame"]
 
 ToolFrameStatus = Literal["started", "pending_approval", "approved", "executed", "rejected", "failed", "expired"]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TextFrame:
     """A text delta from the model."""
@@ -23,6 +26,7 @@ class TextFrame:
     type: Literal["text"] = "text"
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComponentFrame:
     """A UI component (name + JSON data) pushed by a tool (`ctx.emit_ui`, `present`, `ctx.emit_component`).
@@ -36,6 +40,7 @@ class ComponentFrame:
     type: Literal["component"] = "component"
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolFrame:
     """A tool call changed status; lets a UI show approve/reject buttons without polling."""
@@ -51,6 +56,7 @@ class ToolFrame:
     type: Literal["tool"] = "tool"
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AgentFrame:
     """Text streamed by a delegated sub-agent, forwarded to the parent run's stream."""
@@ -60,6 +66,7 @@ class AgentFrame:
     type: Literal["agent"] = "agent"
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ErrorFrame:
     """The run failed (or was refused mid-run, e.g. over budget); the stream ends after it."""
@@ -72,6 +79,7 @@ class ErrorFrame:
 Frame = TextFrame | ComponentFrame | ToolFrame | AgentFrame | ErrorFrame
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
     """A frame with its id in the run's stream (ids start at 1 and only grow)."""

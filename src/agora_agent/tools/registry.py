@@ -35,6 +35,7 @@ from typing import Any, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from agora_agent._frozen import fast_init
 from agora_agent.actors import Actor
 from agora_agent.errors import (
     ConfigurationError,
@@ -72,6 +73,7 @@ def args_hash(args: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+@fast_init
 @dataclass(frozen=True)  # no slots: `args_hash` is cached in the instance dict
 class AuthorizedCall:
     """A call that passed every filter: the validated input, its JSON form and the hash of that form."""

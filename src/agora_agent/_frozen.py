@@ -1,0 +1,95 @@
+"""`fast_init`: a cheaper `__init__` for the frozen dataclasses a governed step builds by the dozen.
+
+A frozen dataclass's generated `__init__` sets every field with `object.__setattr__(self, name, value)`, the
+generic attribute path (about twice what the rest of the call costs); a tool step builds some twenty such
+values (frames, messages, the model step, its reservation). `fast_init` generates the same `__init__` —
+same parameters, defaults, keyword-only markers, annotations and qualified name, the same `__post_init__`
+call — that sets a slot through its own descriptor (`member.__set__(self, value)`) and a dict-based
+instance through its `__dict__`. Nothing else of the class changes: it stays frozen (assigning still raises
+`FrozenInstanceError`), and equality, hashing, `repr`, `replace`, pickling and copying are untouched.
+
+Classes it cannot mirror exactly (an `InitVar`, a field excluded from `__init__` without a default) keep the
+generated `__init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any, TypeVar
+
+__all__ = ["fast_init"]
+
+C = TypeVar("C", bound=type)
+
+# The marker the generated `__init__` shows for a `default_factory` field (`<factory>` in a signature).
+_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None) or object()
+_INITVAR: Any = getattr(dataclasses, "_FIELD_INITVAR", None)  # without it, InitVars cannot be told: keep every init
+
+
+class _Slot:
+    __slots__ = ("value",)
+
+
+_MEMBER = type(_Slot.__dict__["value"])  # the descriptor of a slot
+_DESCRIPTORS = (property, _MEMBER, types.GetSetDescriptorType)
+
+
+def fast_init(cls: C) -> C:
+    """Give the frozen dataclass `cls` an `__init__` that sets its fields without `object.__setattr__`."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or _INITVAR is None:
+        return cls
+    if any(getattr(f, "_field_type", None) is _INITVAR for f in getattr(cls, "__dataclass_fields__", {}).values()):
+        return cls  # an InitVar: its value goes to __post_init__, not to a field
+    env: dict[str, Any] = {"_FACTORY": _FACTORY}
+    positional: list[str] = []
+    keyword: list[str] = []
+    body: list[str] = ["    _d = self.__dict__"]  # dropped below when every field is a slot
+    in_dict = False
+    for i, f in enumerate(dataclasses.fields(cls)):
+        value = f.name
+        if f.default is not dataclasses.MISSING:
+            env[f"_default_{i}"] = f.default
+            default = f"=_default_{i}"
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"_factory_{i}"] = f.default_factory
+            default = "=_FACTORY"
+        else:
+            default = ""
+        if not f.init:
+            if f.default is not dataclasses.MISSING:
+                value = f"_default_{i}"
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f"_factory_{i}()"
+            else:
+                return cls  # left unset by the generated __init__ too: keep that one
+        else:
+            (keyword if f.kw_only else positional).append(f"{f.name}{default}")
+            if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+                body.append(f"    if {f.name} is _FACTORY:\n        {f.name} = _factory_{i}()")
+        owner = next((k for k in cls.__mro__ if f.name in k.__dict__), None)
+        descriptor: Any = owner.__dict__[f.name] if owner is not None else None
+        if type(descriptor) is _MEMBER:
+            env[f"_set_{i}"] = descriptor.__set__
+            body.append(f"    _set_{i}(self, {value})")
+        elif owner is None or owner is object or not isinstance(descriptor, _DESCRIPTORS):
+            in_dict = True  # a plain class attribute (the default) or nothing: the value lives in __dict__
+            body.append(f"    _d[{f.name!r}] = {value}")
+        else:
+            return cls  # a property or another descriptor: keep the generated init
+    if not in_dict:
+        body.pop(0)
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
+    args = ["self", *positional, *(["*", *keyword] if keyword else [])]
+    source = f"def __init__({', '.join(args)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, env)  # generated from the class's own fields, as dataclasses does
+    init = env["__init__"]
+    original = cls.__dict__.get("__init__")
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__annotations__ = dict(getattr(original, "__annotations__", {}))
+    init.__doc__ = getattr(original, "__doc__", None)
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
