@@ -16,6 +16,7 @@ from agora_agent._frozen import fast_init
 from agora_agent.governance.quota import Reservation
 from agora_agent.loop.interface import RunInput
 from agora_agent.messages import ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolResult, Usage
+from agora_agent.stores.base import ModelStep, QuotaReserve, QuotaSettlement, RunEnd
 from agora_agent.streaming.frames import (
     AgentFrame,
     ComponentFrame,
@@ -42,6 +43,10 @@ FAST = [
     Reservation,
     AuthorizedCall,
     RunInput,
+    ModelStep,
+    QuotaSettlement,
+    QuotaReserve,
+    RunEnd,
 ]
 
 

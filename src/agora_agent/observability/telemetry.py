@@ -115,25 +115,22 @@ class _GlobalProvider:
         self._attribute = attribute
         self._env = env
         self._module: Any = _MISSING
-        self._named: bool | None = None
+        self._named = False  # read with the module, once
 
     def unset(self) -> bool:
         """True while OpenTelemetry has no global provider of this kind (none set, none named by the variable)."""
         module = self._module
         if module is _MISSING:
-            try:
-                module = importlib.import_module(self._module_name)
-            except ImportError:  # the `otel` extra is not installed
-                module = None
-            self._module = module
-        if module is None:
-            return True
-        if getattr(module, self._attribute, None) is not None:
-            return False
-        named = self._named
-        if named is None:
-            named = self._named = self._env in os.environ
-        return not named
+            module = self._resolve()
+        return module is None or (getattr(module, self._attribute, None) is None and not self._named)
+
+    def _resolve(self) -> Any:
+        try:
+            self._module = importlib.import_module(self._module_name)
+        except ImportError:  # the `otel` extra is not installed
+            self._module = None
+        self._named = self._env in os.environ
+        return self._module
 
 
 _MISSING = object()

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agora_agent._frozen import fast_init
 from agora_agent.actors import Actor
 from agora_agent.errors import ConflictError
 from agora_agent.governance.quota import QuotaStore, Reservation
@@ -83,6 +84,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QuotaSettlement:
     """The budget reservation a model step settles: replaced by the real `tokens`/`usd` (settle once)."""
@@ -93,6 +95,7 @@ class QuotaSettlement:
     usd: float
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QuotaReserve:
     """A budget reservation to take (`QuotaStore.reserve`'s arguments), handed to `record_tool_result` so the
@@ -118,6 +121,7 @@ class QuotaReserve:
         )
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEnd:
     """`record_run_end`'s arguments, for a run that ends with the model step that carries them."""
@@ -143,6 +147,7 @@ class RunEnd:
         )
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelStep:
     """Everything one model step persists, written by `record_model_step` as one transaction.

@@ -60,7 +60,9 @@ class TokenSink(Protocol):
 
 @dataclass
 class _Buffer:
-    events: list[StreamEvent] = field(default_factory=list)
+    # The frames in order: frame n has id n + 1. Its `StreamEvent` is made when a subscriber reads it, so a run
+    # nobody watches keeps one object per frame, not two (an ended stream is kept for a while).
+    frames: list[Frame] = field(default_factory=list)
     ended: bool = False
     # Created only when a subscriber waits: a run nobody watches pays nothing per frame.
     _waiter: asyncio.Event | None = None
@@ -83,12 +85,13 @@ class _MemoryWriter:
 
     async def write(self, frame: Frame) -> int:
         buf = self._buffer
+        frames = buf.frames
         if buf.ended:
-            return buf.events[-1].id if buf.events else 0
-        event = StreamEvent(len(buf.events) + 1, frame)
-        buf.events.append(event)
-        buf.notify()
-        return event.id
+            return len(frames)
+        frames.append(frame)
+        if buf._waiter is not None:  # someone waits: wake them (a run nobody watches skips the call)
+            buf.notify()
+        return len(frames)
 
     async def end(self) -> None:
         if not self._buffer.ended:
@@ -134,8 +137,9 @@ class MemoryTokenSink:
         index = max(after or 0, 0)  # ids are 1-based, so `after` is also the next list index
         while True:
             waiter = buf.waiter()  # armed before draining, so a frame written meanwhile wakes us
-            while index < len(buf.events):
-                yield buf.events[index]
+            frames = buf.frames
+            while index < len(frames):
+                yield StreamEvent(index + 1, frames[index])
                 index += 1
             if buf.ended:
                 return

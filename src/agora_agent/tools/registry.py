@@ -456,7 +456,8 @@ class ToolRegistry:
         then the returned list may be the memo's own: do not change it.
         """
         if memo is not None and memo.fits(self, actor, policy, allow_list):
-            return await self._offer_memo(memo, describe_ctx)
+            offered = memo._offered
+            return offered if offered is not None else await self._offer_memo(memo, describe_ctx)
         question = StageQuestion(actor, policy, _as_set(allow_list), describe_ctx or DescribeContext(actor=actor))
         return await _walk(list(self._entries.values()), question)
 
