@@ -19,7 +19,7 @@ from agora_agent.errors import ConflictError, NotFoundError, QuotaExceededError
 from agora_agent.governance.quota import Budget, MemoryQuotaStore
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import ApprovalRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
-from agora_agent.stores.base import AgentStore, ModelStep, NewThread, QuotaReserve, QuotaSettlement, RunEnd
+from agora_agent.stores.base import AgentStore, ModelStep, NewMessage, NewThread, QuotaReserve, QuotaSettlement, RunEnd
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
 
@@ -714,6 +714,29 @@ async def test_record_model_step_with_another_call_under_its_id_writes_the_step_
     assert [m.id for m in await store.list_messages(thread.id)] == ["m-1"]  # as a separate write would leave it
     stored = await store.get_tool_call("run-1", "c1")
     assert stored is not None and (stored.tool_name, stored.message_id) == ("other", "m-0")
+
+
+async def test_append_and_load_is_the_history_with_the_message_written_once(store: AgentStore) -> None:
+    thread = await store.create_thread(actor_ref="alice")
+    first = await store.append_message(thread_id=thread.id, role="user", content="q1", run_id="run-0")
+    answer = await store.append_message(thread_id=thread.id, role="assistant", content="a1", run_id="run-0")
+    ask = NewMessage(thread_id=thread.id, role="user", content="q2", run_id="run-1", persona="p", message_id="u-1")
+    loaded = await store.append_and_load(ask)
+    assert [(m.id, m.content) for m in loaded.messages] == [(first.id, "q1"), (answer.id, "a1"), ("u-1", "q2")]
+    assert loaded.complete and loaded.thread is not None and loaded.thread.updated_at > thread.updated_at
+    got = loaded.messages[-1]
+    assert (got.role, got.run_id, got.persona, got.attachments) == ("user", "run-1", "p", None) and utc(got.created_at)
+    again = await store.append_and_load(ask, after=answer.id)  # replayed: no second copy, the tail from `after`
+    assert [m.id for m in again.messages] == ["u-1"] and not again.complete
+    assert [m.id for m in await store.list_messages(thread.id)] == [first.id, answer.id, "u-1"]
+    await store.truncate_from(thread.id, answer.id)
+    gone = await store.append_and_load(NewMessage(thread_id=thread.id, role="user", content="q3"), after=answer.id)
+    assert [m.content for m in gone.messages] == ["q1", "q3"] and gone.complete  # the anchor is gone: everything
+    await store.soft_delete_thread(thread.id)
+    for thread_id in (thread.id, "no-such-thread"):
+        with pytest.raises(NotFoundError):
+            await store.append_and_load(NewMessage(thread_id=thread_id, role="user", content="q4"))
+    assert [m.content for m in await store.list_messages(thread.id)] == ["q1", "q3"]
 
 
 async def test_record_model_step_with_the_run_end_ends_the_run(store: AgentStore) -> None:

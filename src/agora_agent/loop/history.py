@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agora_agent.loop._state import serialize_output
 from agora_agent.messages import ModelMessage, ToolCall, ToolResult
 from agora_agent.records import MessageRecord, ToolCallRecord
-from agora_agent.stores.base import AgentStore
+from agora_agent.stores.base import AgentStore, NewMessage
 
 __all__ = ["History", "HistoryCache", "has_attachments", "load_history"]
 
@@ -74,10 +74,18 @@ class HistoryCache:
         self._kept.pop(thread_id, None)
 
 
-async def load_history(store: AgentStore, thread_id: str, cache: HistoryCache | None = None) -> tuple[str, History]:
-    """The thread's title and its history as model messages (each tool call followed by its persisted result)."""
+async def load_history(
+    store: AgentStore, thread_id: str, cache: HistoryCache | None = None, *, append: NewMessage | None = None
+) -> tuple[str, History]:
+    """The thread's title and its history as model messages (each tool call followed by its persisted result).
+
+    `append`: a message of the thread written first, in the same store call (`store.append_and_load`)."""
     kept = cache.get(thread_id) if cache is not None else None
-    loaded = await store.load_thread(thread_id, after=kept.anchor if kept is not None else None)
+    after = kept.anchor if kept is not None else None
+    if append is None:
+        loaded = await store.load_thread(thread_id, after=after)
+    else:
+        loaded = await store.append_and_load(append, after=after)
     reuse = kept is not None and not loaded.complete
     base = kept.prefix if kept is not None and reuse else ()
     base_attachments = kept.attachments if kept is not None and reuse else False

@@ -37,7 +37,7 @@ from agora_agent.loop.tool_calls import OpenedCall, open_tool_call, run_tool_cal
 from agora_agent.messages import MessageSeq, ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
 from agora_agent.records import UsageRecord
-from agora_agent.stores.base import AgentStore, ModelStep, QuotaReserve, QuotaSettlement, RunEnd
+from agora_agent.stores.base import AgentStore, ModelStep, NewMessage, QuotaReserve, QuotaSettlement, RunEnd
 from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
 
@@ -86,20 +86,21 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
         quota = deps.quota
         await hooks.step("quota:check", lambda: quota.check(run.actor, run.day))
 
-    await effect(
-        hooks,
-        "persist:user",
-        lambda: store.append_message(
-            thread_id=run.thread_id,
-            role="user",
-            content=run.user_text,
-            run_id=run.run_id,
-            persona=persona.id if persona else None,
-            attachments=list(run.attachments) or None,
-            message_id=step_id(f"{run.run_id}/user"),  # a write run twice writes it once
-        ),
+    user = NewMessage(
+        thread_id=run.thread_id,
+        role="user",
+        content=run.user_text,
+        run_id=run.run_id,
+        persona=persona.id if persona else None,
+        attachments=list(run.attachments) or None,
+        message_id=step_id(f"{run.run_id}/user"),  # a write run twice writes it once
     )
-    thread_title, history = await hooks.step("load:thread", lambda: load_history(store, run.thread_id, deps.history))
+    # The user's message is written by the next step, with the read of the thread (one transaction); its name
+    # keeps its place as a no-op (a replayed `load:thread` committed both).
+    await effect(hooks, "persist:user", _nothing)
+    thread_title, history = await hooks.step(
+        "load:thread", lambda: load_history(store, run.thread_id, deps.history, append=user)
+    )
     writer = await hooks.open_sink()
     allow_list = effective_allow_list(agent, persona)
     state = RunState(

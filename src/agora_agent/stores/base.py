@@ -20,7 +20,8 @@ Contract highlights (every implementation must honour them):
 - `fork_thread` and `truncate_from` are atomic.
 - Tool results (output/error) are stored on the tool-call row and replayed in history.
 - One write transaction per logical step of a run (so a durable step and a store transaction coincide):
-  `record_run_start(..., active_stream=True)`, `record_model_step` (quota settle + assistant message +
+  `record_run_start(..., active_stream=True)`, `append_and_load` (the user message, then the history),
+  `record_model_step` (quota settle + assistant message +
   usage row + daily rollup + the first tool call's audit row), `record_tool_call(record, approval)`,
   `update_tool_call`, `record_tool_result` (a tool call's result + the next model call's budget
   reservation), `record_run_end(..., thread_title=)`. `load_thread` reads a thread's history in one go.
@@ -65,6 +66,7 @@ __all__ = [
     "ApprovalStatus",
     "MessageRecord",
     "ModelStep",
+    "NewMessage",
     "NewThread",
     "QuotaReserve",
     "QuotaSettlement",
@@ -122,6 +124,31 @@ class QuotaReserve:
 
 
 @fast_init
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewMessage:
+    """`append_message`'s arguments (a run's user message), for `append_and_load`."""
+
+    thread_id: str
+    role: Literal["user", "assistant"]
+    content: str
+    run_id: str | None = None
+    persona: str | None = None
+    attachments: Sequence[Attachment] | None = None
+    message_id: str | None = None
+
+    async def append(self, store: AgentStore) -> MessageRecord:
+        """`store.append_message` with these arguments."""
+        return await store.append_message(
+            thread_id=self.thread_id,
+            role=self.role,
+            content=self.content,
+            run_id=self.run_id,
+            persona=self.persona,
+            attachments=self.attachments,
+            message_id=self.message_id,
+        )
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEnd:
     """`record_run_end`'s arguments, for a run that ends with the model step that carries them."""
@@ -267,6 +294,12 @@ class AgentStore(RecordReader, Protocol):
     ) -> MessageRecord:
         """Append a message (a new id, or `message_id`: then written once — a message already stored under
         that id is returned unchanged, so a replayed durable step never adds a second copy)."""
+        ...
+
+    async def append_and_load(self, message: NewMessage, *, after: str | None = None) -> ThreadHistory:
+        """`append_message(message)` then `load_thread(message.thread_id, after=after)` — the history with the
+        message — in one transaction (on PostgreSQL one statement). An unknown or deleted thread raises
+        `NotFoundError`, as `append_message` does."""
         ...
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord: ...

@@ -36,7 +36,7 @@ from agora_agent.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.base import ModelStep, NewThread, QuotaReserve, RunOpened, same_call
+from agora_agent.stores.base import ModelStep, NewMessage, NewThread, QuotaReserve, RunOpened, same_call
 
 __all__ = ["MemoryAgentStore"]
 
@@ -287,6 +287,11 @@ class MemoryAgentStore:
         self._message_ids.add(message_id)
         thread.updated_at = now
         return _clone(message)
+
+    async def append_and_load(self, message: NewMessage, *, after: str | None = None) -> ThreadHistory:
+        """`append_message`, then `load_thread` (no await in between)."""
+        await message.append(self)
+        return await self.load_thread(message.thread_id, after=after)
 
     async def record_model_step(self, step: ModelStep) -> MessageRecord:
         """Settle the step's reservation, append the assistant message, its usage row and its first tool call's

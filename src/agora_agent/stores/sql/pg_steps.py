@@ -53,6 +53,7 @@ from agora_agent.stores.sql.tables import approval as approval_table
 from agora_agent.stores.sql.tables import tool_call as tool_call_table
 
 __all__ = [
+    "append_and_load_statement",
     "append_message_statement",
     "counters_by_key",
     "json_rows",
@@ -464,6 +465,21 @@ def load_thread_statement(since: bool) -> sa.Executable:
     """`load_thread` as ONE statement (one snapshot): the live thread row (`head`), its messages in order and
     its tool calls, as JSON. With `since`: only the messages after the message `mid` and their tool calls,
     and `anchored` — whether `mid` is still there (when not, the caller reads everything)."""
+    return sa.select(*_thread_reads(since))
+
+
+@cache
+def append_and_load_statement(since: bool) -> sa.Executable:
+    """`append_message` (of `append_message_statement`) and `load_thread_statement`'s reads as ONE statement:
+    `(live, inserted, head, messages, calls[, anchored])`. The reads see the thread as it was before the
+    statement (one snapshot): the message appended now is not among `messages` (nor the thread's bump in
+    `head`) — the caller adds it."""
+    live, inserted, bumped = _message_into_live_thread("m_created_at_bump")
+    outcome = [sa.exists(sa.select(live.c.id)).label("live"), sa.exists(sa.select(inserted.c.id)).label("inserted")]
+    return sa.select(*outcome, *_thread_reads(since)).add_cte(inserted, bumped)
+
+
+def _thread_reads(since: bool) -> list[Any]:
     tid = sa.bindparam("tid", type_=thread.c.id.type)
     m, t = message.c, tool_call.c
     later: list[Any] = [m.thread_id == tid]
@@ -480,12 +496,12 @@ def load_thread_statement(since: bool) -> sa.Executable:
     head = sa.select(_json_object(thread)).where(thread.c.id == tid, thread.c.deleted_at.is_(None))
     messages = sa.select(_json_array(message, m.seq)).where(*later)
     calls = sa.select(_json_array(tool_call, t.created_at, t.seq)).where(*asked)
-    return sa.select(
+    return [
         sa.type_coerce(head.scalar_subquery(), sa.JSON).label("head"),
         sa.type_coerce(messages.scalar_subquery(), sa.JSON).label("messages"),
         sa.type_coerce(calls.scalar_subquery(), sa.JSON).label("calls"),
         *extra,
-    )
+    ]
 
 
 @cache

@@ -40,7 +40,7 @@ from agora_agent.records import (
     ToolCallRecord,
     UsageRecord,
 )
-from agora_agent.stores.base import ModelStep, NewThread, QuotaReserve, RunOpened, record_tool_call_once
+from agora_agent.stores.base import ModelStep, NewMessage, NewThread, QuotaReserve, RunOpened, record_tool_call_once
 from agora_agent.stores.sql import direct, pg_steps, run_start
 from agora_agent.stores.sql import records as rec
 from agora_agent.stores.sql.quota import (
@@ -110,6 +110,7 @@ _TOOL_CALLS_OF_MESSAGES = (
     .order_by(tool_call.c.created_at, tool_call.c.seq)
 )
 _approval_table = approval  # `record_tool_call`'s parameter is called `approval`
+_message_table = message  # and `append_and_load`'s `message`
 # Hot-path statements are built once: building one costs more than running it on SQLite, and a statement object
 # reused as is keeps its memoized cache key, so SQLAlchemy's compiled cache hits without re-walking it.
 _INSERT_USAGE = sa.insert(token_usage)
@@ -348,6 +349,42 @@ class SqlAgentStore:
             return await self._stored_message(record.id)
         return record
 
+    async def append_and_load(self, message: NewMessage, *, after: str | None = None) -> ThreadHistory:
+        """The message (written once by its id) and then the thread's history, in one transaction — on
+        PostgreSQL ONE statement (`pg_steps.append_and_load_statement`), whose reads do not see the message it
+        appends: it is added here, as the thread's newest."""
+        record = MessageRecord(
+            id=message.message_id or _new_id(),
+            thread_id=message.thread_id,
+            role=message.role,
+            content=message.content,
+            attachments=None if message.attachments is None else list(message.attachments),
+            persona=message.persona,
+            run_id=message.run_id,
+            created_at=_now(),
+        )
+        values = _message_values(record, None, message.attachments)
+        if not self._postgres:
+            loaded = await self._write(partial(_append_and_load_unit, values, after))
+            return _history(*loaded)
+        since = after is not None
+        params = {**pg_steps.message_params(values), "m_created_at_bump": record.created_at, "tid": record.thread_id}
+        if since:
+            params["mid"] = after
+        found = (await self._units.one(pg_steps.append_and_load_statement(since), params, write=True)).one()
+        if not found["live"]:
+            raise NotFoundError(f"thread {record.thread_id} not found")
+        if since and not found["anchored"]:  # the kept message is gone: everything (the message committed)
+            return _history(*(await self._load_statement(record.thread_id, None)))
+        heads = pg_steps.json_rows(thread, None if found["head"] is None else [found["head"]])
+        messages = pg_steps.json_rows(_message_table, found["messages"])
+        if found["inserted"]:
+            messages.append(values)
+            if heads:
+                heads[0]["updated_at"] = record.created_at
+        calls = pg_steps.json_rows(tool_call, found["calls"])
+        return _history(heads[0] if heads else None, messages, calls, not since)
+
     async def _stored_message(self, message_id: str) -> MessageRecord:
         row = (await self._units.one(_MESSAGE_BY_ID, {"mid": message_id}, write=False)).first()
         assert row is not None
@@ -463,15 +500,8 @@ class SqlAgentStore:
         each on the driver.
         """
         if self._postgres:
-            head, messages, calls, complete = await self._load_statement(thread_id, after)
-        else:
-            head, messages, calls, complete = await self._read(partial(_load_unit, thread_id, after))
-        return ThreadHistory(
-            thread=None if head is None else rec.thread_record(head),
-            messages=[rec.message_record(r) for r in messages],
-            tool_calls=[rec.tool_call_record(r) for r in calls],
-            complete=complete,
-        )
+            return _history(*(await self._load_statement(thread_id, after)))
+        return _history(*(await self._read(partial(_load_unit, thread_id, after))))
 
     async def _load_statement(self, thread_id: str, after: str | None) -> _Loaded:
         """PostgreSQL: `load_thread` as ONE statement (`pg_steps.load_thread_statement`), a second one only
@@ -482,7 +512,7 @@ class SqlAgentStore:
         if since and not found["anchored"]:
             return await self._load_statement(thread_id, None)
         heads = pg_steps.json_rows(thread, None if found["head"] is None else [found["head"]])
-        messages = pg_steps.json_rows(message, found["messages"])
+        messages = pg_steps.json_rows(_message_table, found["messages"])
         return heads[0] if heads else None, messages, pg_steps.json_rows(tool_call, found["calls"]), not since
 
     # -- tool calls --
@@ -878,6 +908,33 @@ def _load_unit(thread_id: str, after: str | None, conn: sa.Connection) -> _Loade
     if not asked:
         return head, messages, [], False
     return head, messages, _tool_calls_of_messages(conn, thread_id, asked), False
+
+
+def _history(
+    head: Mapping[Any, Any] | None,
+    messages: Sequence[Mapping[Any, Any]],
+    calls: Sequence[Mapping[Any, Any]],
+    complete: bool,
+) -> ThreadHistory:
+    return ThreadHistory(
+        thread=None if head is None else rec.thread_record(head),
+        messages=[rec.message_record(r) for r in messages],
+        tool_calls=[rec.tool_call_record(r) for r in calls],
+        complete=complete,
+    )
+
+
+def _append_and_load_unit(values: dict[str, Any], after: str | None, conn: sa.Connection) -> _Loaded:
+    """`append_and_load` on SQLite: the message once (into a live thread, bumped only when new), then the
+    reads of `_load_unit` in the same transaction."""
+    thread_id = values["thread_id"]
+    try:
+        inserted = direct.execute(conn, _INSERT_MESSAGE_ONCE["sqlite"], values, keyed=True).rowcount
+    except sa.exc.IntegrityError as exc:  # no such thread (the foreign key)
+        raise NotFoundError(f"thread {thread_id} not found") from exc
+    if inserted:
+        _bump(conn, thread_id, values["created_at"])  # a deleted thread: NotFoundError, the insert rolled back
+    return _load_unit(thread_id, after, conn)
 
 
 def _live_and_new(outcome: dict[str, Any], thread_id: str) -> None:
