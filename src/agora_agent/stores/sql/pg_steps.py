@@ -486,13 +486,18 @@ def _thread_reads(since: bool) -> list[Any]:
     asked: list[Any] = [t.thread_id == tid]
     extra: list[Any] = []
     if since:
+        # The anchor is looked up by its id alone (the unique index), and the tool calls by their message ids:
+        # with the thread in the same condition, a planner without fresh statistics (a table grown since its
+        # last ANALYZE) walks the whole thread's index for them instead — 5 ms at 500 turns, not 0.6.
+        # `anchored` checks the thread: when the anchor is not this thread's, the caller reads everything.
         mid = sa.bindparam("mid", type_=m.id.type)
         a = message.alias("anchor")
-        anchor = sa.select(a.c.seq).where(a.c.thread_id == tid, a.c.id == mid).scalar_subquery()
+        anchor = sa.select(a.c.seq).where(a.c.id == mid).scalar_subquery()
         b = message.alias("asked")
         later.append(m.seq > anchor)
-        asked.append(t.message_id.in_(sa.select(b.c.id).where(b.c.thread_id == tid, b.c.seq > anchor)))
-        extra.append(sa.exists(sa.select(a.c.seq).where(a.c.thread_id == tid, a.c.id == mid)).label("anchored"))
+        asked = [t.message_id.in_(sa.select(b.c.id).where(b.c.thread_id == tid, b.c.seq > anchor))]
+        owner = sa.select(a.c.thread_id).where(a.c.id == mid).scalar_subquery()
+        extra.append(sa.func.coalesce(owner == tid, sa.false()).label("anchored"))
     head = sa.select(_json_object(thread)).where(thread.c.id == tid, thread.c.deleted_at.is_(None))
     messages = sa.select(_json_array(message, m.seq)).where(*later)
     calls = sa.select(_json_array(tool_call, t.created_at, t.seq)).where(*asked)
