@@ -149,6 +149,7 @@ class NewMessage:
         )
 
 
+@fast_init
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunEnd:
     """`record_run_end`'s arguments, for a run that ends with the model step that carries them."""
