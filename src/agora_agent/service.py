@@ -14,13 +14,13 @@ grant covering it -> ForbiddenError. A Python caller gets the same protection as
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeVar, cast
 
+from agora_agent._ids import new_id
 from agora_agent.actors import Actor
 from agora_agent.agents import AgentDefinition, Persona, delegation_specs
 from agora_agent.config import AgentConfig
@@ -541,7 +541,7 @@ class AgentService:
                 thread_id=new_thread_id,
             )
         record = RunRecord(
-            id=uuid.uuid4().hex,
+            id=new_id(),
             thread_id=thread.id if thread is not None else "",  # a new thread's id is the store's
             agent_name=definition.name,
             actor_ref=actor.id,
@@ -561,6 +561,8 @@ class AgentService:
             page_context=page_context,
             attachments=tuple(attachments),
             ui_capabilities=frozenset(ui_capabilities) if ui_capabilities is not None else None,
+            # checked above, an instant before the inline runner starts the run: the loop need not ask again
+            quota_checked=self.quota is not None and isinstance(runner, InlineRunner),
         )
         if self._records_runs(runner):
             await cast(RecordingRunner, runner).start_recorded(run_input, record)

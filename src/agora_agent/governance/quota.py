@@ -130,7 +130,7 @@ def period_key(budget: Budget, day: str) -> str:
 
 
 def utc_day(now: datetime | None = None) -> str:
-    return (now or datetime.now(UTC)).strftime("%Y-%m-%d")
+    return (now or datetime.now(UTC)).date().isoformat()  # "%Y-%m-%d"; strftime costs ~10x more
 
 
 def budget_scopes(budget: Budget, actor: Actor) -> list[tuple[str, str, int | None, float | None]]:

@@ -13,6 +13,7 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
 from agora_agent.messages import ToolDefinition
 from agora_agent.records import ToolCallPatch
+from agora_agent.streaming.frames import TextFrame
 from agora_agent.streaming.sink import SinkWriter
 from agora_agent.tools.registry import ChainMemo
 
@@ -46,6 +47,12 @@ class RunState:
     prices: dict[str, ModelPrice] = field(default_factory=dict)
     attachments: bool = True  # whether the run's messages carry attachments to prepare (see `_open_run`)
     pending: PendingResult | None = None  # the last tool result, written with the next reservation
+    call_pieces: tuple[Any, Any, str | None] | None = None  # what every tool call's context shares (tool_calls)
+
+    async def on_text(self, delta: str) -> None:
+        """The model's text as it streams: a `text` frame per non-empty delta."""
+        if delta:
+            await self.writer.write(TextFrame(delta=delta))
 
 
 def now_utc() -> datetime:

@@ -65,6 +65,9 @@ class RunInput:
     parent_run_id: str | None = None
     depth: int = 0
     ui_capabilities: frozenset[str] | None = None  # component names the client draws (None: all)
+    quota_checked: bool = False
+    """The caller checked the budget just before starting the run in this process (`AgentService.chat` with the
+    inline runner): the loop's `quota:check` step is then a no-op. A durable run checks again when it runs."""
 
 
 @dataclass(kw_only=True)

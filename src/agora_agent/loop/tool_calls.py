@@ -34,23 +34,32 @@ logger = logging.getLogger("agora_agent.loop")
 
 
 def _context(state: RunState, call: ToolCall) -> ToolContext:
-    run, writer = state.run, state.writer
+    run, deps = state.run, state.deps
+    pieces = state.call_pieces
+    if pieces is None:  # what every call of the run shares, built at its first call
+        writer = state.writer
 
-    async def write(name: str, data: Any, ui_id: str | None) -> None:
-        await writer.write(ComponentFrame(name=name, data=to_jsonable(data), id=ui_id))
+        async def write(name: str, data: Any, ui_id: str | None) -> None:
+            await writer.write(ComponentFrame(name=name, data=to_jsonable(data), id=ui_id))
 
-    session = UiSession(write=write, registry=state.deps.components, actor=run.actor, capabilities=run.ui_capabilities)
+        pieces = state.call_pieces = (
+            write,
+            partial(deps.telemetry.retrieved, run, deps.agent.name),
+            state.persona.id if state.persona else None,
+        )
+    write, retrieved, persona = pieces
+    session = UiSession(write=write, registry=deps.components, actor=run.actor, capabilities=run.ui_capabilities)
     return ToolContext(
         actor=run.actor,
         thread_id=run.thread_id,
         run_id=run.run_id,
         tool_call_id=call.id,
-        agent=state.deps.agent.name,
-        persona=state.persona.id if state.persona else None,
+        agent=deps.agent.name,
+        persona=persona,
         page_context=run.page_context,
         ui_capabilities=run.ui_capabilities,
         _ui=session,
-        _retrieved=partial(state.deps.telemetry.retrieved, run, state.deps.agent.name),
+        _retrieved=retrieved,
     )
 
 
@@ -70,8 +79,9 @@ async def _frame(
     output: Any = None,
     error: str | None = None,
 ) -> None:
-    if input is not None and (type(input) is dict or isinstance(input, Mapping)):
-        input = _redact(state, call.name, input)  # the stream shows arguments through the redactor, like the audit row
+    redactor = state.deps.redactor
+    if redactor is not None and input is not None and (type(input) is dict or isinstance(input, Mapping)):
+        input = redactor(call.name, dict(input))  # the stream shows arguments through the redactor, like the audit row
     await state.writer.write(
         ToolFrame(
             tool_call_id=call.id, name=call.name, kind=kind, status=status, input=input, output=output, error=error
@@ -225,35 +235,46 @@ async def _result(
     await effect(hooks, name, _nothing)
 
 
-def _tool_step(
-    state: RunState, call: ToolCall, authorized: AuthorizedCall, ctx: ToolContext
-) -> Callable[[], Awaitable[dict[str, Any]]]:
+class _ToolStep:
     """The body of the `tool:<id>` step: run the tool with retry, then present it; errors come back as data."""
-    deps, run, hooks = state.deps, state.run, state.hooks
-    attempt = partial(deps.registry.execute, authorized, ctx)
 
-    def on_retry(attempt_no: int, error: BaseException) -> None:
+    __slots__ = ("authorized", "call", "ctx", "session", "state")
+
+    def __init__(self, state: RunState, call: ToolCall, authorized: AuthorizedCall, ctx: ToolContext) -> None:
+        self.state = state
+        self.call = call
+        self.authorized = authorized
+        self.ctx = ctx
+        self.session = ctx._ui if isinstance(ctx._ui, UiSession) else None
+
+    def _on_retry(self, attempt_no: int, error: BaseException) -> None:
         # RETRY-06: each transient failure that will be retried is reported (never the final one).
+        run, call = self.state.run, self.call
         logger.warning(
             "tool.retry run=%s tool=%s call=%s attempt=%d: %s", run.run_id, call.name, call.id, attempt_no, error
         )
 
-    session = ctx._ui if isinstance(ctx._ui, UiSession) else None
-
-    async def tool_step() -> dict[str, Any]:
+    async def __call__(self) -> dict[str, Any]:
         # Errors become data inside the step, so a durable replay memoizes failures too. The execution
         # time is part of the result: a write redone after a recovery records the real one, not the replay's.
         started = time.perf_counter()
-        outcome = await run_tool()
+        outcome = await self._run()
         outcome["ms"] = int((time.perf_counter() - started) * 1000)
         return outcome
 
-    async def run_tool() -> dict[str, Any]:
-        attempt_of = getattr(hooks, "tool_attempt", None)  # optional hook (see LoopHooks)
+    async def _run(self) -> dict[str, Any]:
+        state, call, ctx, session = self.state, self.call, self.ctx, self.session
+        deps = state.deps
+        attempt_of = getattr(state.hooks, "tool_attempt", None)  # optional hook (see LoopHooks)
         if attempt_of is not None:
             ctx.attempt = await attempt_of(call.id)
         try:
-            output = await run_with_retry(attempt, deps.retry, on_retry=on_retry)
+            if deps.retry is None:  # one plain call (what run_with_retry does without a policy)
+                output = await deps.registry.execute(self.authorized, ctx)
+            else:
+                output = await run_with_retry(
+                    partial(deps.registry.execute, self.authorized, ctx), deps.retry, on_retry=self._on_retry
+                )
         except Exception as exc:
             if isinstance(exc, ToolError):
                 error = str(exc)
@@ -270,8 +291,6 @@ def _tool_step(
             await run_present(tool, output, ctx, session, on_error=deps.on_presentation_error)
         return {"output": to_jsonable(output), "components": await session.finish() if session.touched() else []}
 
-    return tool_step
-
 
 async def _execute(
     state: RunState,
@@ -285,7 +304,7 @@ async def _execute(
 ) -> ToolResult:
     deps, run, hooks = state.deps, state.run, state.hooks
     outcome: dict[str, Any] = {}
-    tool_step = _tool_step(state, call, authorized, ctx)
+    tool_step = _ToolStep(state, call, authorized, ctx)
     telemetry = deps.telemetry
     try:
         outcome = await hooks.step(

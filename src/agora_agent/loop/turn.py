@@ -17,11 +17,10 @@ Where this loop decides differently from the reference:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -38,7 +37,6 @@ from agora_agent.messages import MessageSeq, ModelMessage, ModelRequest, ModelTu
 from agora_agent.rag.inject import retrieve_into_system
 from agora_agent.records import UsageRecord
 from agora_agent.stores.base import AgentStore, ModelStep, NewMessage, QuotaReserve, QuotaSettlement, RunEnd
-from agora_agent.streaming.frames import TextFrame
 from agora_agent.tools.spec import DescribeContext
 
 __all__ = ["run_agent_loop"]
@@ -67,7 +65,10 @@ async def run_agent_loop(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> Loo
     outcome, so a durable suspension can pass through untouched. `deps.telemetry` observes the run
     (invoke_agent span, run.* events) and re-raises whatever the loop raises.
     """
-    async with deps.telemetry.run(run, agent=deps.agent.name, persona=run.persona_id) as scope:
+    telemetry = deps.telemetry
+    if telemetry.silent():  # nothing would observe the run: no span, no event, no metric to record
+        return await _drive(deps, run, hooks)
+    async with telemetry.run(run, agent=deps.agent.name, persona=run.persona_id) as scope:
         result = await _drive(deps, run, hooks)
         scope.result = result
     return result
@@ -82,7 +83,7 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
     persona = agent.persona(run.persona_id)
     system = await resolve_system_prompt(agent, persona, run.actor, run.page_context)
 
-    if deps.quota is not None:
+    if deps.quota is not None and not run.quota_checked:
         quota = deps.quota
         await hooks.step("quota:check", lambda: quota.check(run.actor, run.day))
 
@@ -189,8 +190,10 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
             known_cost = (known_cost or 0.0) + cost
         # The run's end is written with its last step (one without tool calls).
         end = None if turn.tool_calls else _run_end(run, thread_title, steps, total_in, total_out, known_cost)
-        step = _model_step_record(state, i, turn, model_id, cost, reservation, latency_ms, end)
-        first = await _open_first(state, i, step, turn.tool_calls)
+        message_id = step_id(f"{run.run_id}/assistant/{i}")
+        record = partial(_model_step_record, state, message_id, turn, model_id, cost, reservation, latency_ms, end)
+        first = await _open_first(state, i, message_id, record, turn.tool_calls)
+        step = record(first)
         # Written once by its deterministic id: an effect, not a checkpoint (the loop needs only the id).
         persist = _StepWrite(store, step, first)
         await effect(hooks, f"persist:assistant:{i}", persist)
@@ -215,15 +218,21 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
 
 
-async def _open_first(state: RunState, i: int, step: ModelStep, calls: Sequence[ToolCall]) -> OpenedCall | None:
-    """The step's first tool call, authorized before the step is written so that its audit row joins the step's
+async def _open_first(
+    state: RunState,
+    i: int,
+    message_id: str,
+    record: Callable[[OpenedCall | None], ModelStep],
+    calls: Sequence[ToolCall],
+) -> OpenedCall | None:
+    """The step's first tool call, authorized before the step is built so that its audit row joins the step's
     transaction. An error other than a refusal writes the step alone first, as before the call was looked at."""
     if not calls:
         return None
     try:
-        return await open_tool_call(state, calls[0], step.message_id)
+        return await open_tool_call(state, calls[0], message_id)
     except BaseException:
-        await effect(state.hooks, f"persist:assistant:{i}", partial(state.deps.store.record_model_step, step))
+        await effect(state.hooks, f"persist:assistant:{i}", partial(state.deps.store.record_model_step, record(None)))
         raise
 
 
@@ -239,13 +248,9 @@ class _StepWrite:
     done: bool = False
 
     async def __call__(self) -> None:
-        first = self.first
-        if first is None:
-            await self.store.record_model_step(self.step)
-        else:
-            step = dataclasses.replace(self.step, tool_call=first.record, approval=first.approval)
-            await self.store.record_model_step(step)
-            first.written = True
+        await self.store.record_model_step(self.step)
+        if self.first is not None:
+            self.first.written = True
         self.done = True
 
 
@@ -282,12 +287,10 @@ async def _offered_tools(state: RunState) -> tuple[ToolDefinition, ...]:
 
 async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[ModelTurn, Reservation | None]:
     """Reserve budget, call the model; the reservation is settled when the step is persisted."""
-    deps, run, hooks, writer = state.deps, state.run, state.hooks, state.writer
+    deps, run, hooks = state.deps, state.run, state.hooks
     reservation = None if deps.quota is None else await _reserve(state, i, deps.quota)
 
-    async def on_text(delta: str) -> None:
-        if delta:
-            await writer.write(TextFrame(delta=delta))
+    on_text = state.on_text
 
     async def call_model() -> ModelTurn:
         # Attachments are inlined here, inside the step: their bytes are never checkpointed.
@@ -295,10 +298,12 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
         prepared = await preparer.prepare(request) if preparer is not None else request
         return await deps.model.run_turn(prepared, on_text)
 
+    telemetry = deps.telemetry
     try:
         turn = await hooks.step(
             f"llm:{i}",
-            lambda: deps.telemetry.chat(run, deps.model, request, call_model),
+            # without a tracer or a meter, `chat()` would only await the call
+            (lambda: telemetry.chat(run, deps.model, request, call_model)) if telemetry.measures() else call_model,
         )
     except BaseException as exc:
         if reservation is not None and deps.quota is not None and not handed_over(exc):
@@ -381,22 +386,23 @@ def _usage_json(turn: ModelTurn, cost: float | None, latency_ms: int | None = No
 
 def _model_step_record(
     state: RunState,
-    i: int,
+    message_id: str,
     turn: ModelTurn,
     model_id: str,
     cost: float | None,
     reservation: Reservation | None,
-    latency_ms: int | None = None,
-    run_end: RunEnd | None = None,
+    latency_ms: int | None,
+    run_end: RunEnd | None,
+    first: OpenedCall | None,
 ) -> ModelStep:
-    """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row.
+    """What `persist:assistant:<i>` writes in one transaction: settle, assistant message, usage row (and the
+    first tool call's audit row, with its approval).
 
     The usage row is priced now with the price in force (its id kept), so later price changes never rewrite
     past spend; a provider-reported cost wins; without either the row stays unpriced (`cost` is None)."""
     run, deps = state.run, state.deps
     price = state.prices.get(model_id) if turn.cost_usd is None else None
     source = "reported" if turn.cost_usd is not None else ("priced" if price is not None else None)
-    message_id = step_id(f"{run.run_id}/assistant/{i}")
     settlement = None
     if reservation is not None and deps.quota is not None:
         settlement = QuotaSettlement(
@@ -429,5 +435,7 @@ def _model_step_record(
             cost_source=source,
         ),
         settlement=settlement,
+        tool_call=first.record if first is not None else None,
+        approval=first.approval if first is not None else None,
         run_end=run_end,
     )

@@ -244,6 +244,18 @@ class Telemetry:
         Callers skip building the event then (a tool call's status changes several times per step)."""
         return self.on_event is None and not self._listeners and not logger.isEnabledFor(logging.INFO)
 
+    def measures(self) -> bool:
+        """A tracer or a meter is configured: `chat()` would open a span or record a histogram (else the loop
+        calls the model without it)."""
+        return self.tracer() is not None or self._instruments() is not None
+
+    def silent(self) -> bool:
+        """Nothing observes at all, for the whole run: no `on_event`, listener or INFO logger, neither a tracer nor
+        a meter (the loop then skips `run()` around a run, which would create no span, emit no event and record no
+        metric)."""
+        # The base class's answers, not a subclass's: a durable replay is quiet for a while, not for the whole run.
+        return Telemetry.quiet(self) and self.tracer() is None and Telemetry._instruments(self) is None
+
     async def emit(self, event: AgentEvent) -> None:
         """Log the event and hand it to `on_event`; a failing handler is logged, never raised."""
         if logger.isEnabledFor(logging.INFO):

@@ -470,8 +470,23 @@ class InlineRunner:
         if task is None:
             return
         if not task.done():
-            done, _ = await asyncio.wait((task,), timeout=timeout)  # never cancels the task (no shield needed)
-            if not done:
+            # What `asyncio.wait((task,), timeout=timeout)` does for one task, without its sets: never cancels it.
+            loop = asyncio.get_running_loop()
+            waiter: asyncio.Future[None] = loop.create_future()
+
+            def wake(_: object = None) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            task.add_done_callback(wake)
+            timer = loop.call_later(timeout, wake) if timeout is not None else None
+            try:
+                await waiter
+            finally:
+                task.remove_done_callback(wake)
+                if timer is not None:
+                    timer.cancel()
+            if not task.done():
                 raise TimeoutError(f"run {run_id} did not finish within {timeout} s")
         task.result()  # what the task raised, as awaiting it would
 

@@ -32,7 +32,7 @@ Contract highlights (every implementation must honour them):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -111,9 +111,9 @@ class QuotaReserve:
     usd: float
     run_id: str | None = None
 
-    async def take(self) -> Reservation:
-        """Reserve on its own (`quota.reserve`)."""
-        return await self.quota.reserve(
+    def take(self) -> Awaitable[Reservation]:
+        """Reserve on its own (`quota.reserve`; its awaitable, no coroutine around it)."""
+        return self.quota.reserve(
             self.actor,
             self.day,
             reservation_id=self.reservation_id,

@@ -15,11 +15,11 @@ which callers must treat as read-only.
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
+from agora_agent._ids import new_id
 from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.governance.quota import Reservation
 from agora_agent.messages import Attachment, ToolCall
@@ -111,7 +111,7 @@ class MemoryAgentStore:
             raise ConflictError(f"thread {spec.thread_id} already exists")
         now = self._now()
         thread = ThreadRecord(
-            id=spec.thread_id or uuid.uuid4().hex,
+            id=spec.thread_id or new_id(),
             actor_ref=spec.actor_ref,
             tenant_ref=spec.tenant_ref,
             title=spec.title,
@@ -168,7 +168,7 @@ class MemoryAgentStore:
         cut = next((i for i, m in enumerate(messages) if m.id == from_message_id), len(messages) - 1)
         now = self._now()
         fork = ThreadRecord(
-            id=uuid.uuid4().hex,
+            id=new_id(),
             actor_ref=source.actor_ref,
             tenant_ref=source.tenant_ref,
             title=source.title,
@@ -180,7 +180,7 @@ class MemoryAgentStore:
         copies = []
         for m in messages[: cut + 1]:
             clone = copy.deepcopy(m)
-            clone.id = uuid.uuid4().hex
+            clone.id = new_id()
             clone.thread_id = fork.id
             clone.run_id = None
             copies.append(clone)
@@ -242,16 +242,18 @@ class MemoryAgentStore:
         """
         if message_id is not None and message_id in self._message_ids:
             return next(_clone(m) for m in self._messages[thread_id] if m.id == message_id)
-        return self._append(
-            thread_id=thread_id,
-            message_id=message_id or uuid.uuid4().hex,
-            role=role,
-            content=content,
-            run_id=run_id,
-            persona=persona,
-            tool_calls=tool_calls,
-            attachments=attachments,
-            usage=usage,
+        return _clone(
+            self._append(
+                thread_id=thread_id,
+                message_id=message_id or new_id(),
+                role=role,
+                content=content,
+                run_id=run_id,
+                persona=persona,
+                tool_calls=tool_calls,
+                attachments=attachments,
+                usage=usage,
+            )
         )
 
     def _append(
@@ -286,7 +288,7 @@ class MemoryAgentStore:
         self._messages[thread_id].append(message)
         self._message_ids.add(message_id)
         thread.updated_at = now
-        return _clone(message)
+        return message  # the stored record: a caller that hands it out clones it
 
     async def append_and_load(self, message: NewMessage, *, after: str | None = None) -> ThreadHistory:
         """`append_message`, then `load_thread` (no await in between)."""
@@ -323,7 +325,7 @@ class MemoryAgentStore:
         self._tool_call_once(step)
         if step.run_end is not None:
             await step.run_end.record(self)
-        return message
+        return _clone(message)
 
     def _tool_call_once(self, step: ModelStep) -> None:
         """The step's tool call row, unless this very call is stored (`record_tool_call_once`, without an await)."""
@@ -396,6 +398,9 @@ class MemoryAgentStore:
 
         Raises NotFoundError when the tool call is unknown.
         """
+        self._update_tool_call(run_id, tool_call_id, patch)
+
+    def _update_tool_call(self, run_id: str, tool_call_id: str, patch: ToolCallPatch) -> None:
         record = self._tool_calls.get((run_id, tool_call_id))
         if record is None:
             raise NotFoundError(f"tool call {tool_call_id} of run {run_id} not found")
@@ -410,7 +415,7 @@ class MemoryAgentStore:
         self, run_id: str, tool_call_id: str, patch: ToolCallPatch, *, reserve: QuotaReserve | None = None
     ) -> Reservation | None:
         """`update_tool_call`, then the next reservation (`reserve.take()`); an unknown call reserves nothing."""
-        await self.update_tool_call(run_id, tool_call_id, patch)
+        self._update_tool_call(run_id, tool_call_id, patch)
         return None if reserve is None else await reserve.take()
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:

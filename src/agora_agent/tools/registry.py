@@ -529,10 +529,13 @@ class ToolRegistry:
         if not isinstance(args, Mapping):
             raise ToolInputInvalidError(name, [f"input: expected an object, got {type(args).__name__}"])
         try:
-            value = spec.input_model.model_validate(args)
+            # pydantic's core validator and serializer directly: what model_validate / model_dump(mode="json")
+            # call, without their Python-level wrappers (a tool step pays both)
+            model = spec.input_model
+            value = model.__pydantic_validator__.validate_python(args)
         except ValidationError as exc:
             raise ToolInputInvalidError(name, _issues(exc)) from None
-        dumped = value.model_dump(mode="json")
+        dumped = model.__pydantic_serializer__.to_python(value, mode="json")
         return AuthorizedCall(spec=spec, input=value, args=dumped)
 
     def runnable(self, name: str) -> object | None:
