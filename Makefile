@@ -30,8 +30,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy src
 
+# Two worker processes (pytest-xdist): the suite spends most of its time waiting on servers, subprocesses
+# and browsers, not on the CPU. `make pytest PYTEST_WORKERS=0` runs it in this one process.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## test: the whole suite — ruff, mypy --strict on src/, pytest
 test: lint typecheck pytest

@@ -78,6 +78,7 @@ async def redis_prefix() -> AsyncIterator[str]:
 # print how many ids are covered and write the uncovered ones to test-artifacts/reference-coverage.txt.
 
 import re  # noqa: E402
+from collections import Counter  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 _REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "spec" / "REFERENCE.md"
@@ -92,13 +93,45 @@ def reference_ids(path: Path = _REFERENCE) -> list[str]:
     return [m.group(1) for line in path.read_text().splitlines() if (m := _ID_LINE.match(line))]
 
 
+def _set_nodeid(item: pytest.Item, nodeid: str) -> None:
+    if hasattr(item, "_id"):  # pytest >= 9.2 keeps a structured id
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(nodeid)
+    else:
+        item._nodeid = nodeid
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for mark in item.iter_markers("ref"):
             _covered_ids.update(str(a) for a in mark.args)
+    # Under pytest 9.2, schemathesis' `schema.parametrize()` gives every API operation the same node id (only
+    # the item's name says `[GET /path]`): a failure would not say which operation failed, and pytest-xdist's
+    # per-file scheduling (keyed by node id) would run only one of them. Such items get their name as id.
+    seen = Counter(item.nodeid for item in items)
+    for item in items:
+        if seen[item.nodeid] > 1 and item.parent is not None:
+            _set_nodeid(item, f"{item.parent.nodeid}::{item.name}")
+    if hasattr(config, "workerinput") and len({item.nodeid for item in items}) != len(items):
+        raise pytest.UsageError("two collected tests share a node id: pytest-xdist would run only one of them")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands the ids it collected to the controller, which writes the summary."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["reference_ids"] = sorted(_covered_ids)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: there only when pytest-xdist is installed
+def pytest_testnodedown(node: object, error: object) -> None:
+    _covered_ids.update(getattr(node, "workeroutput", {}).get("reference_ids", ()))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if hasattr(terminalreporter.config, "workerinput"):  # an xdist worker: the controller reports
+        return
     ids = reference_ids()
     if not ids:
         return

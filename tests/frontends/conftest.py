@@ -7,11 +7,14 @@ Without Node and npm these tests skip, except under CI=true, where they fail.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,17 +51,21 @@ def node() -> str:
     npm = _need("npm")
     lock = HERE / "package-lock.json"
     installed = HERE / "node_modules" / ".package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm ci failed in {HERE}:\n{done.stderr[-2000:]}")
+    # One `npm ci` at a time: under pytest-xdist each worker process runs this session fixture.
+    guard = Path(tempfile.gettempdir()) / f"agora-frontends-npm-{hashlib.sha256(bytes(HERE)).hexdigest()[:12]}.lock"
+    with open(guard, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=HERE,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            if done.returncode != 0:
+                pytest.fail(f"npm ci failed in {HERE}:\n{done.stderr[-2000:]}")
     return node_bin
 
 
@@ -100,7 +107,9 @@ class RefundInput(BaseModel):
 
 
 REFUNDS: list[tuple[int, float, str]] = []
-"""Every refund actually executed: (order id, amount, actor)."""
+"""Every refund the current `app_url` app executed: (order id, amount, actor). Emptied when an app starts, so
+a module whose fixtures are set up again in the same process (pytest-xdist may split a module between
+workers and hand part of it back) counts only its own run of the scenarios."""
 
 
 class RefundOrder(ActionTool):
@@ -173,6 +182,7 @@ def app_url() -> Iterator[str]:
         agents=[analyst],
         dashboard=False,
     )
+    REFUNDS.clear()
     with serve_in_thread(create_app(config)) as url:
         yield url
 
