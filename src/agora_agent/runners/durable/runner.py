@@ -460,8 +460,13 @@ class DurableRunner:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        # Handed over, not cancelled: the run goes on in the next launch (DBOS resumes it from its checkpoints),
+        # so the loop writes nothing on its way out — above all it releases no budget reservation the resumed
+        # step will settle, and marks no interrupted tool `failed` (the same as a lease lost while alive).
+        for ex in self._executions.values():
+            ex.handed_over = True
         for task in list(self._tasks.values()):
-            task.cancel()
+            task.cancel(HANDED_OVER)
         if self._launched:
             DBOS.destroy(destroy_registry=True)
             self._launched = False
