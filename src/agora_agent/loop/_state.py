@@ -13,8 +13,9 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
 from agora_agent.messages import ToolDefinition
 from agora_agent.records import ToolCallPatch
-from agora_agent.streaming.frames import TextFrame
+from agora_agent.streaming.frames import ComponentFrame, TextFrame
 from agora_agent.streaming.sink import SinkWriter
+from agora_agent.tools.context import RetrievalReporter
 from agora_agent.tools.registry import ChainMemo
 
 __all__ = ["PendingResult", "RunState", "json_default", "now_utc", "serialize_output", "to_jsonable"]
@@ -47,12 +48,16 @@ class RunState:
     prices: dict[str, ModelPrice] = field(default_factory=dict)
     attachments: bool = True  # whether the run's messages carry attachments to prepare (see `_open_run`)
     pending: PendingResult | None = None  # the last tool result, written with the next reservation
-    call_pieces: tuple[Any, Any, str | None] | None = None  # what every tool call's context shares (tool_calls)
+    retrieved: RetrievalReporter | None = None  # the run's `Retrieved` event, handed to every tool call's context
 
     async def on_text(self, delta: str) -> None:
         """The model's text as it streams: a `text` frame per non-empty delta."""
         if delta:
             await self.writer.write(TextFrame(delta=delta))
+
+    async def write_component(self, name: str, data: Any, ui_id: str | None) -> None:
+        """A tool call's component, as its `UiSession` writes it: a `component` frame."""
+        await self.writer.write(ComponentFrame(name=name, data=to_jsonable(data), id=ui_id))
 
 
 def now_utc() -> datetime:

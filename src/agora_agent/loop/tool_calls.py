@@ -23,7 +23,7 @@ from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.records import ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.stores.base import record_tool_call_once
-from agora_agent.streaming.frames import ComponentFrame, ToolFrame, ToolFrameStatus
+from agora_agent.streaming.frames import ToolFrame, ToolFrameStatus
 from agora_agent.tools.context import ToolContext
 from agora_agent.tools.registry import AuthorizedCall
 from agora_agent.tools.retry import run_with_retry
@@ -35,31 +35,20 @@ logger = logging.getLogger("agora_agent.loop")
 
 def _context(state: RunState, call: ToolCall) -> ToolContext:
     run, deps = state.run, state.deps
-    pieces = state.call_pieces
-    if pieces is None:  # what every call of the run shares, built at its first call
-        writer = state.writer
-
-        async def write(name: str, data: Any, ui_id: str | None) -> None:
-            await writer.write(ComponentFrame(name=name, data=to_jsonable(data), id=ui_id))
-
-        pieces = state.call_pieces = (
-            write,
-            partial(deps.telemetry.retrieved, run, deps.agent.name),
-            state.persona.id if state.persona else None,
-        )
-    write, retrieved, persona = pieces
-    session = UiSession(write=write, registry=deps.components, actor=run.actor, capabilities=run.ui_capabilities)
+    session = UiSession(
+        write=state.write_component, registry=deps.components, actor=run.actor, capabilities=run.ui_capabilities
+    )
     return ToolContext(
         actor=run.actor,
         thread_id=run.thread_id,
         run_id=run.run_id,
         tool_call_id=call.id,
         agent=deps.agent.name,
-        persona=persona,
+        persona=state.persona.id if state.persona else None,
         page_context=run.page_context,
         ui_capabilities=run.ui_capabilities,
         _ui=session,
-        _retrieved=retrieved,
+        _retrieved=state.retrieved,
     )
 
 
@@ -79,9 +68,8 @@ async def _frame(
     output: Any = None,
     error: str | None = None,
 ) -> None:
-    redactor = state.deps.redactor
-    if redactor is not None and input is not None and (type(input) is dict or isinstance(input, Mapping)):
-        input = redactor(call.name, dict(input))  # the stream shows arguments through the redactor, like the audit row
+    if state.deps.redactor is not None and input is not None and (type(input) is dict or isinstance(input, Mapping)):
+        input = _redact(state, call.name, input)  # the stream shows arguments through the redactor, like the audit row
     await state.writer.write(
         ToolFrame(
             tool_call_id=call.id, name=call.name, kind=kind, status=status, input=input, output=output, error=error

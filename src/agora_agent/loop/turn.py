@@ -118,6 +118,7 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
             describe_ctx=DescribeContext(actor=run.actor, thread_id=run.thread_id, agent=agent.name),
         ),
         delegation_names=agent.delegation_names(),
+        retrieved=partial(deps.telemetry.retrieved, run, agent.name),
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
         system = await retrieve_into_system(

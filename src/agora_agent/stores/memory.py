@@ -242,18 +242,16 @@ class MemoryAgentStore:
         """
         if message_id is not None and message_id in self._message_ids:
             return next(_clone(m) for m in self._messages[thread_id] if m.id == message_id)
-        return _clone(
-            self._append(
-                thread_id=thread_id,
-                message_id=message_id or new_id(),
-                role=role,
-                content=content,
-                run_id=run_id,
-                persona=persona,
-                tool_calls=tool_calls,
-                attachments=attachments,
-                usage=usage,
-            )
+        return self._append(
+            thread_id=thread_id,
+            message_id=message_id or new_id(),
+            role=role,
+            content=content,
+            run_id=run_id,
+            persona=persona,
+            tool_calls=tool_calls,
+            attachments=attachments,
+            usage=usage,
         )
 
     def _append(
@@ -288,7 +286,7 @@ class MemoryAgentStore:
         self._messages[thread_id].append(message)
         self._message_ids.add(message_id)
         thread.updated_at = now
-        return message  # the stored record: a caller that hands it out clones it
+        return _clone(message)
 
     async def append_and_load(self, message: NewMessage, *, after: str | None = None) -> ThreadHistory:
         """`append_message`, then `load_thread` (no await in between)."""
@@ -325,7 +323,7 @@ class MemoryAgentStore:
         self._tool_call_once(step)
         if step.run_end is not None:
             await step.run_end.record(self)
-        return _clone(message)
+        return message
 
     def _tool_call_once(self, step: ModelStep) -> None:
         """The step's tool call row, unless this very call is stored (`record_tool_call_once`, without an await)."""
