@@ -191,6 +191,29 @@ async def test_append_message_round_trips_every_field(store: AgentStore) -> None
     assert (got.role, got.content, got.run_id, got.persona) == ("assistant", "Looking it up", "run-1", "coach")
 
 
+async def test_list_messages_of_one_run_reads_only_that_run_in_order(store: AgentStore) -> None:
+    """What a re-attach's transcript and the run inspector read: one run's messages, however long the thread."""
+    thread = await store.create_thread(actor_ref="alice")
+    other = await store.create_thread(actor_ref="alice")
+    written = []
+    for run_id, role, content in [
+        ("run-a", "user", "first question"),
+        ("run-a", "assistant", "first answer"),
+        (None, "user", "a message outside any run"),
+        ("run-b", "user", "second question"),
+        ("run-b", "assistant", "looking"),
+        ("run-b", "assistant", "second answer"),
+    ]:
+        written.append(await store.append_message(thread_id=thread.id, role=role, content=content, run_id=run_id))
+    await store.append_message(thread_id=other.id, role="user", content="another thread", run_id="run-b")
+
+    assert await store.list_messages(thread.id, run_id="run-b") == written[3:]
+    assert await store.list_messages(thread.id, run_id="run-a") == written[:2]
+    assert await store.list_messages(thread.id, run_id="run-unknown") == []
+    assert await store.list_messages(thread.id) == written  # without run_id: the whole thread, as before
+    assert [m.content for m in await store.list_messages(other.id, run_id="run-b")] == ["another thread"]
+
+
 @pytest.mark.ref("STORE-18")
 async def test_absent_optional_message_fields_read_back_as_none(store: AgentStore) -> None:
     thread = await store.create_thread(actor_ref="alice")

@@ -136,7 +136,7 @@ async def inspect_run(
         return None
     detail = await queries.run_detail(run_id, scope=scope)
     usage: list[RunUsageRow] = list(detail.usage) if detail is not None else []
-    messages = [m for m in await store.list_messages(record.thread_id) if m.run_id == run_id]
+    messages = await store.list_messages(record.thread_id, run_id=run_id)
     calls = await store.list_tool_calls(run_id=run_id)
     console = _console(queries)
     children = await console.child_runs(run_id, scope=scope) if console is not None and _depth < MAX_DEPTH else []
@@ -300,7 +300,7 @@ async def compare_runs(
         return None
 
     async def first_input(run_id: str, thread_id: str) -> str | None:
-        users = [m for m in await store.list_messages(thread_id) if m.run_id == run_id and m.role == "user"]
+        users = [m for m in await store.list_messages(thread_id, run_id=run_id) if m.role == "user"]
         return users[0].content if users else None
 
     def tools(x: RunInspection) -> list[str]:

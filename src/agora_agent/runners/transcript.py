@@ -62,7 +62,7 @@ async def transcript_frames(store: AgentStore, run_id: str) -> tuple[list[Frame]
     run = await store.get_run(run_id)
     if run is None:
         return [], False
-    messages = [m for m in await store.list_messages(run.thread_id) if m.run_id == run_id and m.role == "assistant"]
+    messages = [m for m in await store.list_messages(run.thread_id, run_id=run_id) if m.role == "assistant"]
     rows = {c.id: c for c in await store.list_tool_calls(run_id=run_id)}
     frames: list[Frame] = []
     for message in messages:

@@ -336,9 +336,12 @@ class MemoryAgentStore:
         elif not same_call(stored, record):
             raise ConflictError(f"tool call {record.id} of run {record.run_id} is already recorded")
 
-    async def list_messages(self, thread_id: str) -> list[MessageRecord]:
-        """The thread's messages, oldest first ([] for an unknown thread)."""
-        return [_clone(m) for m in self._messages.get(thread_id) or []]
+    async def list_messages(self, thread_id: str, *, run_id: str | None = None) -> list[MessageRecord]:
+        """The thread's messages, oldest first ([] for an unknown thread); with `run_id`, only that run's."""
+        messages = self._messages.get(thread_id) or []
+        if run_id is None:
+            return [_clone(m) for m in messages]
+        return [_clone(m) for m in messages if m.run_id == run_id]
 
     async def load_thread(self, thread_id: str, *, after: str | None = None) -> ThreadHistory:
         """The thread (None when unknown or deleted), its messages and its tool calls, in one call.

@@ -86,6 +86,11 @@ class _Replayed(Exception):
 _live_thread = (thread.c.id == sa.bindparam("tid"), thread.c.deleted_at.is_(None))
 _BUMP_THREAD = sa.update(thread).where(*_live_thread).values(updated_at=sa.bindparam("now"))
 _MESSAGES_OF = sa.select(message).where(message.c.thread_id == sa.bindparam("tid")).order_by(message.c.seq)
+_RUN_MESSAGES = (  # by the run index: a long thread's other runs are never read
+    sa.select(message)
+    .where(message.c.run_id == sa.bindparam("rid"), message.c.thread_id == sa.bindparam("tid"))
+    .order_by(message.c.seq)
+)
 _TOOL_CALLS_OF = (
     sa.select(tool_call)
     .where(tool_call.c.thread_id == sa.bindparam("tid"))
@@ -487,8 +492,13 @@ class SqlAgentStore:
         if reached:
             await self._units.run(lambda conn: claim_won(conn, held, reached), write=True, one_statement=True)
 
-    async def list_messages(self, thread_id: str) -> list[MessageRecord]:
-        rows = await self._read(lambda conn: conn.execute(_MESSAGES_OF, {"tid": thread_id}).mappings().all())
+    async def list_messages(self, thread_id: str, *, run_id: str | None = None) -> list[MessageRecord]:
+        """The thread's messages, oldest first; with `run_id`, only that run's."""
+        if run_id is None:
+            stmt, params = _MESSAGES_OF, {"tid": thread_id}
+        else:
+            stmt, params = _RUN_MESSAGES, {"tid": thread_id, "rid": run_id}
+        rows = await self._read(lambda conn: conn.execute(stmt, params).mappings().all())
         return [rec.message_record(r) for r in rows]
 
     async def load_thread(self, thread_id: str, *, after: str | None = None) -> ThreadHistory:
