@@ -11,6 +11,9 @@ The cases are measured in interleaved rounds (every case once per round, in a ro
 a neighbour's load hits all of them alike; each row of the table is the ratio of two cases in the same
 round, and the printed figure is the median over rounds with the min–max spread.
 
+The sync rows' floor: the run's worker-thread hops (`tools/threads.py`, one per tool step) awaited with no loop
+around them, ÷ Pydantic AI's sync step — what the sync row costs even if our loop cost nothing.
+
 Thread growth: a chat on a thread that already holds 500 prior turns (each: user message, an assistant
 tool call with its executed result, the final answer) ÷ a chat on a thread with 1 prior turn.
 
@@ -423,6 +426,15 @@ async def measure_all(
             await ours.run()  # warm-up, then one counted run
             counts[name] = await count_one_run(ours)
 
+    if None in urls.values():  # the sync rows' floor: the same hops with no loop around them at all
+        from agora_agent.tools import threads
+
+        async def hops_alone() -> None:
+            for i in range(steps):
+                await threads.run_sync(add, i, 1)
+
+        cases["hops alone"] = hops_alone
+
     # warm-up every case, then interleaved rounds
     for case in cases.values():
         await timed(case, 2, steps)
@@ -457,6 +469,7 @@ async def measure_all(
     for sync in ("sync", "async"):
         ratio_row(f"memory store ÷ Pydantic AI ({sync} tool)", f"memory {sync}", f"pai {sync}", "≤ 0.03")
     ratio_row("memory store ÷ Pydantic AI (sync, blocking=False)", "memory sync inline", "pai sync", "≤ 0.03")
+    ratio_row("  its floor: the worker-thread hops alone ÷ PAI (sync)", "hops alone", "pai sync", "(no loop at all)")
     for sync in ("sync", "async"):
         ratio_row(f"SQLite store ÷ Pydantic AI ({sync} tool)", f"sqlite {sync}", f"pai {sync}", "≤ 1.0 (0.5)")
     for sync in ("sync", "async"):
