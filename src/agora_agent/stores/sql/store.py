@@ -86,11 +86,9 @@ class _Replayed(Exception):
 _live_thread = (thread.c.id == sa.bindparam("tid"), thread.c.deleted_at.is_(None))
 _BUMP_THREAD = sa.update(thread).where(*_live_thread).values(updated_at=sa.bindparam("now"))
 _MESSAGES_OF = sa.select(message).where(message.c.thread_id == sa.bindparam("tid")).order_by(message.c.seq)
-_RUN_MESSAGES = (  # by the run index: a long thread's other runs are never read
-    sa.select(message)
-    .where(message.c.run_id == sa.bindparam("rid"), message.c.thread_id == sa.bindparam("tid"))
-    .order_by(message.c.seq)
-)
+# On the run alone, so that the run index is the one index that serves it (with the thread too, SQLite may pick
+# the thread's index and read all of a long thread's rows); the thread is checked on the rows it returns.
+_RUN_MESSAGES = sa.select(message).where(message.c.run_id == sa.bindparam("rid")).order_by(message.c.seq)
 _TOOL_CALLS_OF = (
     sa.select(tool_call)
     .where(tool_call.c.thread_id == sa.bindparam("tid"))
@@ -495,10 +493,10 @@ class SqlAgentStore:
     async def list_messages(self, thread_id: str, *, run_id: str | None = None) -> list[MessageRecord]:
         """The thread's messages, oldest first; with `run_id`, only that run's."""
         if run_id is None:
-            stmt, params = _MESSAGES_OF, {"tid": thread_id}
+            rows = await self._read(lambda conn: conn.execute(_MESSAGES_OF, {"tid": thread_id}).mappings().all())
         else:
-            stmt, params = _RUN_MESSAGES, {"tid": thread_id, "rid": run_id}
-        rows = await self._read(lambda conn: conn.execute(stmt, params).mappings().all())
+            every = await self._read(lambda conn: conn.execute(_RUN_MESSAGES, {"rid": run_id}).mappings().all())
+            rows = [r for r in every if r["thread_id"] == thread_id]
         return [rec.message_record(r) for r in rows]
 
     async def load_thread(self, thread_id: str, *, after: str | None = None) -> ThreadHistory:

@@ -292,6 +292,13 @@ run = sa.Table(
     sa.Index("ix_agent_run_status_started", "status", "started_at"),
     sa.Index("ix_agent_run_agent_started", "agent_name", "started_at"),
     sa.Index("ix_agent_run_thread", "thread_id", "started_at"),
+    sa.Index(  # the run inspector's delegated runs (0010); partial: a top-level run adds no entry
+        "ix_agent_run_parent",
+        "parent_run_id",
+        "started_at",
+        sqlite_where=sa.text("parent_run_id IS NOT NULL"),
+        postgresql_where=sa.text("parent_run_id IS NOT NULL"),
+    ),
 )
 
 run_daily = sa.Table(
