@@ -4,11 +4,15 @@ Loads a synthetic but proportional history into a fresh database with COPY (asyn
 `copy_records_to_table`): 250k runs (4 usage rows each), 250k tool calls, 500k messages, 20k threads,
 200 actors, 12 models (8 priced, 30% of usage rows with a provider-reported cost), spread over 90 days
 ending today; the daily usage rollup is rebuilt from the COPYed ledger (the store keeps it in step
-row by row; COPY bypasses the store). Then runs each `SqlGovernanceQueries` method a few times and
+row by row; COPY bypasses the store), and so is the per-tool rollup (its triggers are disabled during the
+COPY). Then runs each `SqlGovernanceQueries` method a few times and
 prints the median and the worst time.
 
     .venv/bin/python bench/governance.py [--usage 1000000] [--repeat 5] [--keep]
-        [--admin-url postgresql://postgres@127.0.0.1:5432/test]
+        [--admin-url postgresql://postgres@127.0.0.1:5432/test] [--database agora_bench_xxxxxxxx]
+
+`--keep` leaves the loaded database behind (its name is printed); `--database NAME` re-times such a kept
+database without loading again (after upgrading it to the current migrations, which backfill any new rollup).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from agora_agent.governance.pricing import ModelPrice
 from agora_agent.governance.queries import RunQuery
 from agora_agent.stores.sql import create_engine_from_url, open_sql_backend
 from agora_agent.stores.sql.migrate import upgrade
-from agora_agent.stores.sql.rollup import REBUILD_SQL, RUN_REBUILD_SQL
+from agora_agent.stores.sql.rollup import REBUILD_SQL, RUN_REBUILD_SQL, TOOL_REBUILD_SQL
 from agora_agent.stores.sql.tables import to_micros
 
 console = Console(width=130)
@@ -243,11 +247,14 @@ async def load(url: str, usage_rows: int, rng: random.Random) -> dict[str, Any]:
             TimeElapsedColumn(),
             console=console,
         ) as progress:
+            # the per-tool rollup's triggers would fire per COPYed row: off here, the rollup rebuilt below
+            await conn.execute("ALTER TABLE agent_tool_call DISABLE TRIGGER USER")
             for table, columns, total, make in plan:
                 task = progress.add_task(table, total=total)
                 for batch in _rows_in_batches(total, make):
                     await conn.copy_records_to_table(table, records=batch, columns=columns)
                     progress.advance(task, len(batch))
+            await conn.execute("ALTER TABLE agent_tool_call ENABLE TRIGGER USER")
             pending = [(run_ids[i], f"call-{i}") for i in range(0, runs, 250)]
             await conn.executemany(
                 "INSERT INTO agent_approval (run_id, tool_call_id, thread_id, tool_name, args_hash, requested_by,"
@@ -261,6 +268,9 @@ async def load(url: str, usage_rows: int, rng: random.Random) -> dict[str, Any]:
         with console.status("daily run rollup (rebuilt from the COPYed runs)"):
             await conn.execute("DELETE FROM agent_run_daily")
             await conn.execute(RUN_REBUILD_SQL)
+        with console.status("daily per-tool rollup (rebuilt from the COPYed tool calls)"):
+            await conn.execute("DELETE FROM agent_tool_daily")
+            await conn.execute(TOOL_REBUILD_SQL)
         with console.status("VACUUM ANALYZE"):
             await conn.execute("VACUUM ANALYZE")
         busiest = await conn.fetchval(
@@ -269,6 +279,25 @@ async def load(url: str, usage_rows: int, rng: random.Random) -> dict[str, Any]:
     finally:
         await conn.close()
     return {"run_id": run_ids[runs // 2], "thread_id": busiest, "actor": actors[7], "today": today.date()}
+
+
+async def picks_of(url: str) -> dict[str, Any]:
+    """The ids `load` returns, read back from a kept database (its last day is the load's "today")."""
+    target = make_url(url)
+    conn = await asyncpg.connect(
+        host=target.host, port=target.port, user=target.username, password=target.password, database=target.database
+    )
+    try:
+        last = await conn.fetchval("SELECT max(started_at) FROM agent_run")
+        runs = await conn.fetchval("SELECT count(*) FROM agent_run")
+        run_id = await conn.fetchval("SELECT id FROM agent_run ORDER BY started_at OFFSET $1 LIMIT 1", runs // 2)
+        busiest = await conn.fetchval(
+            "SELECT thread_id FROM agent_token_usage GROUP BY thread_id ORDER BY count(*) DESC LIMIT 1"
+        )
+    finally:
+        await conn.close()
+    today = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(last))).date()
+    return {"run_id": run_id, "thread_id": busiest, "actor": "user-7", "today": today}
 
 
 async def time_queries(url: str, picks: dict[str, Any], repeat: int) -> list[tuple[str, str, float, float, int]]:
@@ -343,28 +372,35 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per query")
     parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--database", help="re-time this kept database (upgraded first) instead of loading one")
     args = parser.parse_args()
 
     admin = make_url(args.admin_url)
-    name = f"agora_bench_{uuid.uuid4().hex[:8]}"
+    name = args.database or f"agora_bench_{uuid.uuid4().hex[:8]}"
     admin_conn = await asyncpg.connect(
         host=admin.host, port=admin.port, user=admin.username, password=admin.password, database=admin.database
     )
-    await admin_conn.execute(f'CREATE DATABASE "{name}"')
+    if not args.database:
+        await admin_conn.execute(f'CREATE DATABASE "{name}"')
     url = admin.set(drivername="postgresql+asyncpg", database=name).render_as_string(hide_password=False)
     try:
         engine = create_engine_from_url(url)
+        started = time.perf_counter()
         await upgrade(engine)
         await engine.dispose()
-        started = time.perf_counter()
-        picks = await load(url, args.usage, random.Random(42))
-        console.print(
-            f"loaded {args.usage:,} usage rows (+ runs, tool calls, messages) in "
-            f"{time.perf_counter() - started:.1f} s into {name}"
-        )
+        if args.database:
+            console.print(f"upgraded {name} in {time.perf_counter() - started:.1f} s")
+            picks = await picks_of(url)
+        else:
+            started = time.perf_counter()
+            picks = await load(url, args.usage, random.Random(42))
+            console.print(
+                f"loaded {args.usage:,} usage rows (+ runs, tool calls, messages) in "
+                f"{time.perf_counter() - started:.1f} s into {name}"
+            )
         results = await time_queries(url, picks, args.repeat)
     finally:
-        if not args.keep:
+        if not args.keep and not args.database:
             await admin_conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin_conn.close()
 

@@ -63,6 +63,7 @@ from agora_agent.stores.sql.tables import (
     thread,
     token_usage,
     tool_call,
+    tool_daily,
     usage_daily,
 )
 
@@ -118,6 +119,16 @@ def _in_range(column: sa.ColumnElement[Any], from_day: date | None, to_day: date
         conditions.append(column >= start)
     if end is not None:
         conditions.append(column <= end)
+    return conditions
+
+
+def _day_range(day: sa.ColumnElement[Any], from_day: date | None, to_day: date | None) -> list[Any]:
+    """`_in_range` on a rollup's day index (days since 1970-01-01): the same whole UTC days."""
+    conditions: list[Any] = []
+    if from_day is not None:
+        conditions.append(day >= (from_day - _EPOCH_DAY).days)
+    if to_day is not None:
+        conditions.append(day <= (to_day - _EPOCH_DAY).days)
     return conditions
 
 
@@ -398,22 +409,44 @@ class SqlGovernanceQueries:
         self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT, scope: GovernanceScope | None = None
     ) -> list[PendingApprovalRow]:
         """Pending approvals oldest first; the actor is the run's actor_ref, else the requester. Under a
-        scope the run's tenant decides (an approval whose run is gone is outside every scope)."""
+        scope the run's tenant decides (an approval whose run is gone is outside every scope).
+
+        With `actor`, the approvals of that actor's runs (through its runs' index, not a join of every pending
+        approval to its run) plus the run-less approvals it requested: the same rows as filtering on
+        coalesce(run actor, requester)."""
         a = approval.c
-        actor_ref = sa.func.coalesce(run.c.actor_ref, a.requested_by)
+        columns = (a.run_id, a.tool_call_id, a.thread_id, a.tool_name, a.created_at)
+        if actor is None:
+            pending: Any = (
+                sa.select(*columns, sa.func.coalesce(run.c.actor_ref, a.requested_by).label("resolved_actor"))
+                .select_from(approval.outerjoin(run, run.c.id == a.run_id))
+                .where(a.status == "pending", *_tenant(run.c.tenant_ref, scope))
+            )
+        else:
+            of_runs = (
+                sa.select(*columns, run.c.actor_ref.label("resolved_actor"))
+                .select_from(approval.join(run, run.c.id == a.run_id))
+                .where(a.status == "pending", run.c.actor_ref == actor, *_tenant(run.c.tenant_ref, scope))
+            )
+            pending = of_runs
+            if scope is None:  # a run-less approval is outside every scope
+                runless = sa.select(*columns, a.requested_by.label("resolved_actor")).where(
+                    a.status == "pending",
+                    a.requested_by == actor,
+                    ~sa.exists().where(run.c.id == a.run_id),
+                )
+                pending = sa.union_all(of_runs, runless)
+        p = pending.subquery("pending")
+        page = sa.select(p).order_by(p.c.created_at, p.c.tool_call_id).limit(clamp_limit(limit)).subquery("page")
         stmt = (
-            sa.select(approval, actor_ref.label("resolved_actor"), tool_call.c.input)
+            sa.select(page, tool_call.c.input)
             .select_from(
-                approval.outerjoin(run, run.c.id == a.run_id).outerjoin(
-                    tool_call, sa.and_(tool_call.c.run_id == a.run_id, tool_call.c.id == a.tool_call_id)
+                page.outerjoin(
+                    tool_call, sa.and_(tool_call.c.run_id == page.c.run_id, tool_call.c.id == page.c.tool_call_id)
                 )
             )
-            .where(a.status == "pending", *_tenant(run.c.tenant_ref, scope))
-            .order_by(a.created_at, a.tool_call_id)
-            .limit(clamp_limit(limit))
+            .order_by(page.c.created_at, page.c.tool_call_id)
         )
-        if actor is not None:
-            stmt = stmt.where(actor_ref == actor)
         return [
             PendingApprovalRow(
                 tool_call_id=r["tool_call_id"],
@@ -430,21 +463,39 @@ class SqlGovernanceQueries:
     async def per_tool_stats(
         self, from_day: date | None = None, to_day: date | None = None, *, scope: GovernanceScope | None = None
     ) -> list[PerToolStatRow]:
-        """On `created_at`; sorted by calls desc, then tool name asc."""
-        tc = tool_call.c
-        stmt = (
-            sa.select(
-                tc.tool_name,
-                tc.tool_type,
-                sa.func.count().label("calls"),
-                sa.func.sum(sa.case((tc.status == "failed", 1), else_=0)).label("failed"),
-                sa.func.sum(sa.case((tc.status == "rejected", 1), else_=0)).label("rejected"),
-                sa.func.sum(tc.execution_ms).label("ms_sum"),
-                sa.func.count(tc.execution_ms).label("ms_count"),
+        """On `created_at`; sorted by calls desc, then tool name asc. Sums the daily per-tool rollup (its
+        ranges are whole UTC days); under a tenant scope the tool calls of those tenants (no tenant column there)."""
+        if scope is None:
+            d = tool_daily.c
+            stmt = (
+                sa.select(
+                    d.tool_name,
+                    d.tool_type,
+                    sa.func.sum(d.calls).label("calls"),
+                    sa.func.sum(d.failed).label("failed"),
+                    sa.func.sum(d.rejected).label("rejected"),
+                    sa.func.sum(d.ms_sum).label("ms_sum"),
+                    sa.func.sum(d.ms_count).label("ms_count"),
+                )
+                .where(*_day_range(d.day, from_day, to_day))
+                .group_by(d.tool_name, d.tool_type)
+                .having(sa.func.sum(d.calls) > 0)  # a rollup row whose calls were all deleted keeps zeros
             )
-            .where(*_in_range(tc.created_at, from_day, to_day), *_tenant(tc.tenant_ref, scope))
-            .group_by(tc.tool_name, tc.tool_type)
-        )
+        else:
+            tc = tool_call.c
+            stmt = (
+                sa.select(
+                    tc.tool_name,
+                    tc.tool_type,
+                    sa.func.count().label("calls"),
+                    sa.func.sum(sa.case((tc.status == "failed", 1), else_=0)).label("failed"),
+                    sa.func.sum(sa.case((tc.status == "rejected", 1), else_=0)).label("rejected"),
+                    sa.func.sum(tc.execution_ms).label("ms_sum"),
+                    sa.func.count(tc.execution_ms).label("ms_count"),
+                )
+                .where(*_in_range(tc.created_at, from_day, to_day), *_tenant(tc.tenant_ref, scope))
+                .group_by(tc.tool_name, tc.tool_type)
+            )
         result = [
             PerToolStatRow(
                 tool_name=r["tool_name"],

@@ -16,11 +16,13 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.records import UsageRecord
-from agora_agent.stores.sql.tables import MICROS_PER_DAY, run_daily, to_micros, usage_daily
+from agora_agent.stores.sql.tables import MICROS_PER_DAY, run_daily, to_micros, tool_daily, usage_daily
+from agora_agent.stores.sql.tool_rollup import TOOL_REBUILD_SQL
 
 __all__ = [
     "REBUILD_SQL",
     "RUN_REBUILD_SQL",
+    "TOOL_REBUILD_SQL",
     "rebuild_usage_daily",
     "run_daily_params",
     "upsert_run_daily",
@@ -149,9 +151,11 @@ def upsert_run_daily(dialect_name: str) -> Any:
 
 
 async def rebuild_usage_daily(engine: AsyncEngine) -> None:
-    """Recompute both rollups (usage and runs) from the ledger and the runs, in one transaction."""
+    """Recompute the daily rollups (usage, runs, tools; tool_rollup.py) from their base rows, in one transaction."""
     async with engine.begin() as conn:
         await conn.execute(sa.delete(usage_daily))
         await conn.execute(sa.text(REBUILD_SQL))
         await conn.execute(sa.delete(run_daily))
         await conn.execute(sa.text(RUN_REBUILD_SQL))
+        await conn.execute(sa.delete(tool_daily))
+        await conn.execute(sa.text(TOOL_REBUILD_SQL))

@@ -18,6 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
+from agora_agent.stores.sql.tool_rollup import tool_daily_ddl, tool_daily_drop_ddl
+
 __all__ = [
     "AGENT_TABLES",
     "MICROS_PER_DAY",
@@ -40,6 +42,7 @@ __all__ = [
     "to_micros",
     "token_usage",
     "tool_call",
+    "tool_daily",
     "usage_daily",
 ]
 
@@ -288,7 +291,8 @@ run = sa.Table(
     sa.Column("durable", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Index("ix_agent_run_started", "started_at", "id"),
     sa.Index("ix_agent_run_tenant_started", "tenant_ref", "started_at"),  # tenant-scoped governance (0009)
-    sa.Index("ix_agent_run_actor_started", "actor_ref", "started_at"),
+    # with `id`: pending approvals of one actor join this actor's runs index-only (0011)
+    sa.Index("ix_agent_run_actor_started", "actor_ref", "started_at", "id"),
     sa.Index("ix_agent_run_status_started", "status", "started_at"),
     sa.Index("ix_agent_run_agent_started", "agent_name", "started_at"),
     sa.Index("ix_agent_run_thread", "thread_id", "started_at"),
@@ -315,6 +319,21 @@ run_daily = sa.Table(
     sa.Column("running", sa.BigInteger, nullable=False),
     sa.Column("settled", sa.BigInteger, nullable=False),  # finished and not running: the runs with a duration
     sa.Column("duration_ms", sa.BigInteger, nullable=False),  # sum of floor-ms(finished) - floor-ms(started)
+)
+
+tool_daily = sa.Table(
+    "agent_tool_daily",
+    metadata,
+    # `agent_tool_call` counted per UTC day of `created_at`, tool name and type, kept in step by triggers on
+    # `agent_tool_call` (tool_rollup.py): per-tool stats read this.
+    sa.Column("day", sa.Integer, primary_key=True, autoincrement=False),  # days since 1970-01-01
+    sa.Column("tool_name", sa.String(255), primary_key=True),
+    sa.Column("tool_type", sa.String(32), primary_key=True),
+    sa.Column("calls", sa.BigInteger, nullable=False),
+    sa.Column("failed", sa.BigInteger, nullable=False),
+    sa.Column("rejected", sa.BigInteger, nullable=False),
+    sa.Column("ms_sum", sa.BigInteger, nullable=False),  # sum of the recorded execution_ms
+    sa.Column("ms_count", sa.BigInteger, nullable=False),  # calls with an execution_ms
 )
 
 budget_counter = sa.Table(
@@ -405,6 +424,24 @@ confirm_token = sa.Table(
     sa.Column("used_at", UtcMicros, nullable=False),
     sa.Index("ix_agent_confirm_token_expires", "expires_at"),
 )
+
+
+def _create_tool_daily_triggers(target: sa.MetaData, connection: sa.Connection, **kw: Any) -> None:
+    created = {t.name for t in kw.get("tables") or ()}
+    if created and not created & {"agent_tool_call", "agent_tool_daily"}:
+        return  # neither table was created here: their triggers are not this call's business
+    for statement in tool_daily_ddl(connection.dialect.name):
+        connection.exec_driver_sql(statement)
+
+
+def _drop_tool_daily_function(target: sa.MetaData, connection: sa.Connection, **_: Any) -> None:
+    if connection.dialect.name == "postgresql":  # the triggers went with their table; the function stays
+        connection.exec_driver_sql(tool_daily_drop_ddl("postgresql")[-1])
+
+
+# `metadata.create_all` (auto_create_tables) makes the same triggers migration 0011 makes.
+sa.event.listen(metadata, "after_create", _create_tool_daily_triggers)
+sa.event.listen(metadata, "after_drop", _drop_tool_daily_function)
 
 AGENT_TABLES: tuple[sa.Table, ...] = tuple(metadata.sorted_tables)
 """Every table of the schema, parents first."""
