@@ -16,13 +16,15 @@ import re
 import signal
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.markup import escape
+
+if TYPE_CHECKING:  # imported when a reply is drawn (rich.markdown brings markdown-it and pygments: ~80 ms)
+    from rich.live import Live
+    from rich.markdown import Markdown
 
 __all__ = ["ReplyText", "chat", "printable", "register", "run_chat", "split_url"]
 
@@ -99,6 +101,8 @@ class ReplyText:
                 self._console.print(self._render(done))
         if self._pending.strip():
             if self._live is None:
+                from rich.live import Live
+
                 self._live = Live(console=self._console, auto_refresh=False, transient=False)
                 self._live.start()
             self._live.update(self._render(self._pending), refresh=True)
@@ -117,6 +121,8 @@ class ReplyText:
         self.at_line_start = True
 
     def _render(self, text: str) -> Markdown:
+        from rich.markdown import Markdown
+
         return Markdown(text, style=self._style or "none", hyperlinks=False)
 
 

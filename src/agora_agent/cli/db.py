@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import sqlalchemy as sa
 import typer
 from rich.console import Console
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agora_agent.cli._db_url import UrlOption, require_url, run_async
 from agora_agent.errors import StoreError
-from agora_agent.stores.sql.engine import create_engine_from_url, mask_url
-from agora_agent.stores.sql.migrate import current, downgrade, head_revision, upgrade
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+# SQLAlchemy and Alembic are imported by the commands when they run, not to register them (`--help` stays fast).
 
 __all__ = ["register"]
 
@@ -21,6 +22,9 @@ db_app = typer.Typer(help="Create and migrate the agora-agent tables (SQLite or 
 
 
 async def _upgrade(url: str, revision: str) -> None:
+    from agora_agent.stores.sql.engine import create_engine_from_url, mask_url
+    from agora_agent.stores.sql.migrate import current, upgrade
+
     engine = create_engine_from_url(url)
     try:
         before = await _current_or_fail(url, engine)
@@ -35,6 +39,9 @@ async def _upgrade(url: str, revision: str) -> None:
 
 
 async def _downgrade(url: str, revision: str) -> None:
+    from agora_agent.stores.sql.engine import create_engine_from_url, mask_url
+    from agora_agent.stores.sql.migrate import current, downgrade
+
     engine = create_engine_from_url(url)
     try:
         before = await _current_or_fail(url, engine)
@@ -46,6 +53,9 @@ async def _downgrade(url: str, revision: str) -> None:
 
 
 async def _current(url: str) -> None:
+    from agora_agent.stores.sql.engine import create_engine_from_url, mask_url
+    from agora_agent.stores.sql.migrate import head_revision
+
     engine = create_engine_from_url(url)
     try:
         revision = await _current_or_fail(url, engine)
@@ -63,6 +73,11 @@ async def _current(url: str) -> None:
 
 
 async def _current_or_fail(url: str, engine: AsyncEngine) -> str | None:
+    import sqlalchemy as sa
+
+    from agora_agent.stores.sql.engine import mask_url
+    from agora_agent.stores.sql.migrate import current
+
     try:
         return await current(engine)
     except (OSError, sa.exc.DBAPIError) as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import getpass
 from datetime import UTC, date, datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -16,10 +16,12 @@ from rich.table import Table
 
 from agora_agent.cli._db_url import UrlOption, require_url, run_async
 from agora_agent.errors import ConfigurationError, InvalidRequestError
-from agora_agent.governance.price_changes import set_price
-from agora_agent.governance.pricing import ModelPrice
-from agora_agent.stores.sql import open_sql_backend
-from agora_agent.stores.sql.price_catalog import DEFAULT_PROVIDERS, catalog_prices, same_price
+from agora_agent.stores.sql.price_catalog import DEFAULT_PROVIDERS  # light: the package imports its stores lazily
+
+if TYPE_CHECKING:
+    from agora_agent.governance.pricing import ModelPrice
+
+# The SQL backend (SQLAlchemy) is imported by the commands when they run, not to register them.
 
 __all__ = ["register"]
 
@@ -32,6 +34,9 @@ def _rate(value: float | None) -> str:
 
 
 async def _sync(url: str, providers: list[str], dry_run: bool) -> None:
+    from agora_agent.stores.sql import open_sql_backend
+    from agora_agent.stores.sql.price_catalog import catalog_prices, same_price
+
     catalog = catalog_prices(providers)
     backend = await open_sql_backend(url)
     try:
@@ -72,6 +77,9 @@ def _operator(by: str | None) -> str:
 
 
 async def _set(url: str, price: ModelPrice, *, confirm: bool, by: str | None) -> None:
+    from agora_agent.governance.price_changes import set_price
+    from agora_agent.stores.sql import open_sql_backend
+
     backend = await open_sql_backend(url)
     try:
         await set_price(backend.pricing, backend.audit, price, actor_ref=_operator(by), confirm=confirm)
@@ -89,6 +97,8 @@ async def _set(url: str, price: ModelPrice, *, confirm: bool, by: str | None) ->
 
 
 async def _list(url: str, contains: str | None) -> None:
+    from agora_agent.stores.sql import open_sql_backend
+
     backend = await open_sql_backend(url)
     try:
         prices = await backend.pricing.list_current_prices()
@@ -150,6 +160,8 @@ def set_command(
     """Set a model's price (supersedes the current one atomically; the old one stays as history; audited)."""
 
     async def body() -> None:
+        from agora_agent.governance.pricing import ModelPrice
+
         for name, value in (
             ("input", input_price),
             ("output", output_price),
@@ -200,6 +212,7 @@ def reprice_command(
     use: Literal["current", "historical"] = "historical" if historical else "current"
 
     async def body() -> None:
+        from agora_agent.stores.sql import open_sql_backend
         from agora_agent.stores.sql.audit import reprice_usage
 
         try:

@@ -9,11 +9,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from agora_agent.actors import Actor
 from agora_agent.cli._db_url import UrlOption, require_url, run_async
 from agora_agent.errors import ConfigurationError
-from agora_agent.rag.access import SHARED, acl_filter
-from agora_agent.rag.open import embedder_from_spec, open_store
+
+# `agora_agent.rag` (every retriever and store) is imported by the commands when they run, not to register them.
 
 __all__ = ["register"]
 
@@ -60,7 +59,9 @@ async def _ingest(
     overlap: int,
     max_bytes: int,
 ) -> int:
+    from agora_agent.rag.access import SHARED
     from agora_agent.rag.extract import guess_content_type
+    from agora_agent.rag.open import embedder_from_spec, open_store
     from agora_agent.rag.uploads import UploadedFile, ingest_files
 
     if shared == (tenant is not None):
@@ -109,6 +110,9 @@ async def _ingest(
 async def _search(
     url: str, query: str, tenant: str | None, roles: str | None, embedder_spec: str, top_k: int, mode: str
 ) -> None:
+    from agora_agent.actors import Actor
+    from agora_agent.rag.access import acl_filter
+    from agora_agent.rag.open import embedder_from_spec, open_store
     from agora_agent.rag.retrievers import EmbeddingRetriever, HybridRetriever, KeywordRetriever, Retriever
 
     embedder = embedder_from_spec(embedder_spec)
@@ -133,6 +137,8 @@ async def _search(
 
 
 async def _remove(url: str, documents: list[str], where: list[str]) -> None:
+    from agora_agent.rag.open import open_store
+
     if bool(documents) == bool(where):
         raise ConfigurationError("give document ids, or --where key=value filters (not both)")
     opened = await open_store(url, dimension=1)

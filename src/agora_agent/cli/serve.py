@@ -15,7 +15,6 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from starlette.applications import Starlette
 
 from agora_agent.cli._net import LogLevelOption, PortOption, bind, check_log_level, run_on
 from agora_agent.errors import AgoraError
@@ -53,6 +52,8 @@ def load_target(spec: str) -> Any:
 
 def build_app(target: Any, spec: str = "target") -> Any:
     """An ASGI app from a loaded target: AgentConfig/AgentService -> `create_app` (with the pages); an app as is."""
+    from starlette.applications import Starlette
+
     from agora_agent.config import AgentConfig
     from agora_agent.service import AgentService
 

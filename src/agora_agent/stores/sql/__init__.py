@@ -6,15 +6,24 @@
 
 Schema: `tables.py` (SQLAlchemy Core); migrations: `migrations/` (Alembic, driven by `migrate.py` and
 `agora-agent db upgrade|downgrade|current`).
+
+The names below are imported on first use (PEP 562), so importing one submodule (`engine`, `tables`,
+`price_catalog` …) does not load every store: `agora-agent --help` and the `db` commands stay light.
 """
 
-from agora_agent.stores.sql.backend import SqlBackend, open_sql_backend
-from agora_agent.stores.sql.engine import create_engine_from_url, mask_url, normalize_url
-from agora_agent.stores.sql.migrate import prepare_schema
-from agora_agent.stores.sql.pricing import SqlPricingStore
-from agora_agent.stores.sql.queries import SqlGovernanceQueries
-from agora_agent.stores.sql.quota import SqlQuotaStore
-from agora_agent.stores.sql.store import SqlAgentStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agora_agent.stores.sql.backend import SqlBackend, open_sql_backend
+    from agora_agent.stores.sql.engine import create_engine_from_url, mask_url, normalize_url
+    from agora_agent.stores.sql.migrate import prepare_schema
+    from agora_agent.stores.sql.pricing import SqlPricingStore
+    from agora_agent.stores.sql.queries import SqlGovernanceQueries
+    from agora_agent.stores.sql.quota import SqlQuotaStore
+    from agora_agent.stores.sql.store import SqlAgentStore
 
 __all__ = [
     "SqlAgentStore",
@@ -28,3 +37,29 @@ __all__ = [
     "open_sql_backend",
     "prepare_schema",
 ]
+
+_MODULE_OF = {
+    "SqlAgentStore": "store",
+    "SqlBackend": "backend",
+    "SqlGovernanceQueries": "queries",
+    "SqlPricingStore": "pricing",
+    "SqlQuotaStore": "quota",
+    "create_engine_from_url": "engine",
+    "mask_url": "engine",
+    "normalize_url": "engine",
+    "open_sql_backend": "backend",
+    "prepare_schema": "migrate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
