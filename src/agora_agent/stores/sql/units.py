@@ -34,7 +34,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from agora_agent.stores.sql import direct
 from agora_agent.stores.sql.direct import Result
-from agora_agent.stores.sql.engine import WRITE, configure_sqlite, dumps_json, is_transient_db_error, retry_transient
+from agora_agent.stores.sql.engine import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE,
+    configure_sqlite,
+    dumps_json,
+    is_transient_db_error,
+    retry_transient,
+)
 
 __all__ = ["Unit", "Units", "units_for"]
 
@@ -184,10 +191,17 @@ class SqliteUnits:
       locked by ANOTHER process (SQLITE_BUSY at once, before it wrote anything) runs again there, and the
       loop awaits it without blocking.
     The inline connection does not checkpoint the WAL (a checkpoint fsyncs); every `CHECKPOINT_EVERY` write
-    units the worker thread runs a passive checkpoint instead.
+    units the worker thread checkpoints it instead, in TRUNCATE mode: it copies the log into the database and
+    empties it. A PASSIVE checkpoint copies the log but never rewinds it — the log is restarted only by the
+    first write after a checkpoint that left nothing to copy, which a steady stream of writes never meets: the
+    WAL of a busy server grew by every page ever written (2.5 GB after 6,000 governed runs, for a 29 MB
+    database). While it runs (a few ms) an inline write finds the database locked and goes to the worker
+    thread, behind it, as for another process's lock; readers are never blocked. It waits at most
+    `CHECKPOINT_BUSY_MS` for a writer or reader of another process, and copies what it can when they stay.
     """
 
     CHECKPOINT_EVERY = 500
+    CHECKPOINT_BUSY_MS = 100
 
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
@@ -228,7 +242,11 @@ class SqliteUnits:
         if conn is None or conn.invalidated:
             conn = self._worker = self._engine.connect()
         raw: Any = conn.connection.dbapi_connection
-        raw.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        raw.execute(f"PRAGMA busy_timeout={self.CHECKPOINT_BUSY_MS}")
+        try:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
 
     def _executor_(self) -> ThreadPoolExecutor:
         if self._executor is None:
