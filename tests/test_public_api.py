@@ -10,6 +10,25 @@ def test_all_names_exist_and_are_sorted() -> None:
     assert agora_agent.__all__ == sorted(agora_agent.__all__)
 
 
+def test_every_lazy_export_is_public_and_comes_from_where_its_module_defines_it() -> None:
+    """The names loaded on first use (PEP 562) are exactly the public ones not imported with the package."""
+    import importlib
+    import subprocess
+    import sys
+
+    lazy = agora_agent._MODULE_OF
+    assert set(lazy) <= set(agora_agent.__all__)
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import agora_agent; print(sorted(set(agora_agent.__all__) - set(vars(agora_agent))))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fresh.stdout.strip() == str(sorted(lazy))  # every public name is eager or lazily resolvable
+    for name, module in lazy.items():
+        assert getattr(agora_agent, name) is getattr(importlib.import_module(module), name)
+
+
 def test_issue_api_names() -> None:
     from agora_agent import (  # noqa: F401
         AbilityPolicy,

@@ -89,10 +89,6 @@ def test_help_imports_no_database_migration_or_web_stack(probe: list[dict[str, A
     assert imported == {name: [] for name in imported}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agora_agent/__init__.py imports AgentService (and the loop) eagerly; lazy package exports fix it",
-)
 def test_help_does_not_import_the_service(probe: list[dict[str, Any]]) -> None:
     assert probe[-1] == {"service": False}
 
