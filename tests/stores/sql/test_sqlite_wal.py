@@ -18,7 +18,8 @@ async def test_the_wal_is_emptied_by_the_checkpoints_and_nothing_is_lost(tmp_pat
     try:
         units = units_for(backend.engine)
         assert isinstance(units, SqliteUnits)
-        units.CHECKPOINT_EVERY = 100  # the same policy, sooner
+        units.CHECKPOINT_EVERY = 100  # the same policy, sooner and smaller
+        units.WAL_TRUNCATE_BYTES = 1024 * 1024
         thread = await backend.store.create_thread(actor_ref="alice")
         for i in range(1500):
             await backend.store.append_message(thread_id=thread.id, role="user", content=f"message {i} " + "x" * 200)
@@ -26,8 +27,8 @@ async def test_the_wal_is_emptied_by_the_checkpoints_and_nothing_is_lost(tmp_pat
         units._executor.submit(lambda: None).result()  # the last checkpoint the writes asked for has run
         wal = tmp_path / "agent.db-wal"
         size = wal.stat().st_size if wal.exists() else 0
-        # Fewer than 100 units were written since the last checkpoint emptied it; without the rewind the log
-        # holds all 1,500 (54 MB here).
+        # Past 1 MB a checkpoint empties it, and fewer than 100 units were written since the last one; without
+        # the rewind the log holds all 1,500 (54 MB here).
         assert size < 4 * 1024 * 1024, f"the WAL holds {size} bytes"
         messages = await backend.store.list_messages(thread.id)
         assert [m.content.split()[1] for m in messages] == [str(i) for i in range(1500)]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -191,17 +192,19 @@ class SqliteUnits:
       locked by ANOTHER process (SQLITE_BUSY at once, before it wrote anything) runs again there, and the
       loop awaits it without blocking.
     The inline connection does not checkpoint the WAL (a checkpoint fsyncs); every `CHECKPOINT_EVERY` write
-    units the worker thread checkpoints it instead, in TRUNCATE mode: it copies the log into the database and
-    empties it. A PASSIVE checkpoint copies the log but never rewinds it — the log is restarted only by the
-    first write after a checkpoint that left nothing to copy, which a steady stream of writes never meets: the
-    WAL of a busy server grew by every page ever written (2.5 GB after 6,000 governed runs, for a 29 MB
-    database). While it runs (a few ms) an inline write finds the database locked and goes to the worker
-    thread, behind it, as for another process's lock; readers are never blocked. It waits at most
-    `CHECKPOINT_BUSY_MS` for a writer or reader of another process, and copies what it can when they stay.
+    units the worker thread checkpoints it instead: PASSIVE (it copies the log into the database without
+    blocking anyone), and TRUNCATE once the log file has grown past `WAL_TRUNCATE_BYTES` (it also empties it).
+    A passive checkpoint never rewinds the log — only the first write after a checkpoint that left nothing to
+    copy does, which a steady stream of writes never meets — so with passive checkpoints alone the WAL of a
+    busy server grew by every page ever written (2.5 GB after 6,000 governed runs, for a 29 MB database).
+    While a TRUNCATE runs (little is left to copy by then: a few ms), an inline write finds the database locked
+    and goes to the worker thread, behind it, as for another process's lock; readers are never blocked. It
+    waits at most `CHECKPOINT_BUSY_MS` for a writer or reader of another process, then copies what it can.
     """
 
     CHECKPOINT_EVERY = 500
     CHECKPOINT_BUSY_MS = 100
+    WAL_TRUNCATE_BYTES = 64 * 1024 * 1024
 
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
@@ -242,6 +245,13 @@ class SqliteUnits:
         if conn is None or conn.invalidated:
             conn = self._worker = self._engine.connect()
         raw: Any = conn.connection.dbapi_connection
+        try:
+            wal = os.path.getsize(f"{self._engine.url.database}-wal")
+        except OSError:
+            wal = 0
+        if wal <= self.WAL_TRUNCATE_BYTES:
+            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            return
         raw.execute(f"PRAGMA busy_timeout={self.CHECKPOINT_BUSY_MS}")
         try:
             raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
