@@ -10,9 +10,9 @@ agent loop, the service and the model adapters.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agora_agent._lazy import lazy_exports
 from agora_agent._version import __version__
 from agora_agent.errors import (
     AgoraError,
@@ -139,13 +139,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _MODULE_OF, globals())
 
 
 def __dir__() -> list[str]:

@@ -11,8 +11,9 @@ be configured without the extra installed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agora_agent._lazy import lazy_exports
 from agora_agent.mcp.auth import MCPAuth, OAuthResource, api_key_auth, bearer_auth, fixed_actor, resolver_auth
 from agora_agent.tools.mcp.config import MCPServer
 
@@ -44,10 +45,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agora_agent.mcp' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY, globals())

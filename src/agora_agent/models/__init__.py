@@ -10,8 +10,9 @@ a missing SDK raises `ConfigurationError` naming the extra to install.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agora_agent._lazy import lazy_exports
 from agora_agent.models._retry import RetryPolicy
 from agora_agent.models.base import ModelProvider, TextCallback
 from agora_agent.models.infer import infer_model, model_from_env
@@ -39,10 +40,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agora_agent.models' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _LAZY, globals())

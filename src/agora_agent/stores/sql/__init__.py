@@ -13,8 +13,9 @@ The names below are imported on first use (PEP 562), so importing one submodule 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agora_agent._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agora_agent.stores.sql.backend import SqlBackend, open_sql_backend
@@ -52,13 +53,7 @@ _MODULE_OF = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, {name: f"{__name__}.{module}" for name, module in _MODULE_OF.items()}, globals())
 
 
 def __dir__() -> list[str]:
