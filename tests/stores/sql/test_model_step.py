@@ -57,6 +57,25 @@ async def test_settle_rolls_back_with_the_step_and_happens_once(sql_backend: Sql
     assert await store.usage_tokens(ALICE.id, datetime(2000, 1, 1, tzinfo=UTC), datetime.now(UTC)) == 42
 
 
+async def test_a_step_whose_reservation_was_released_meanwhile_still_charges_its_usage(
+    sql_backend: SqlBackend,
+) -> None:
+    """An expiry sweep, or a process that lost the run, released the reservation while the model answered; the
+    step's usage row is written all the same, so the counter must count it too (and once)."""
+    quota = sql_backend.quota(Budget(tokens_per_actor=10_000))
+    store = sql_backend.store
+    thread = await store.create_thread(actor_ref=ALICE.id)
+    held = await quota.reserve(ALICE, DAY, reservation_id="run-1:0", tokens=500, usd=0.0)
+    await quota.release(held)
+    settle = QuotaSettlement(quota=quota, reservation=held, tokens=42, usd=0.0)
+
+    await store.record_model_step(step(thread.id, settle))
+    await store.record_model_step(step(thread.id, settle))  # replayed: charges nothing twice
+    usage = await quota.usage(ALICE, DAY)
+    assert (usage.used_tokens, usage.reserved_tokens) == (42, 0)
+    assert await store.usage_tokens(ALICE.id, datetime(2000, 1, 1, tzinfo=UTC), datetime.now(UTC)) == 42
+
+
 def call_row(thread_id: str, call_id: str) -> ToolCallRecord:
     return ToolCallRecord(
         id=call_id,

@@ -185,12 +185,18 @@ def model_step_statement(
                 for i in range(settle_scopes)
             )
         )
+        # The step's usage is charged whenever its message is new — also when its reservation was released
+        # meanwhile (an expiry sweep, a process that lost the run): the usage row is written then too, and the
+        # counter must not fall behind the ledger. Only a reservation still held gives its reserved part back.
+        held = sa.exists(sa.select(settled.c.id))
         counters = (
             sa.update(budget_counter)
-            .where(scope_match, sa.exists(sa.select(settled.c.id)))
+            .where(scope_match, sa.exists(sa.select(inserted.c.id)))
             .values(
-                reserved_tokens=c.reserved_tokens - sa.bindparam("r_reserved_tokens", type_=sa.BigInteger()),
-                reserved_usd=c.reserved_usd - sa.bindparam("r_reserved_usd", type_=sa.Float()),
+                reserved_tokens=c.reserved_tokens
+                - sa.case((held, sa.bindparam("r_reserved_tokens", type_=sa.BigInteger())), else_=0),
+                reserved_usd=c.reserved_usd
+                - sa.case((held, sa.bindparam("r_reserved_usd", type_=sa.Float())), else_=0.0),
                 used_tokens=c.used_tokens + sa.bindparam("r_tokens", type_=sa.BigInteger()),
                 used_usd=c.used_usd + sa.bindparam("r_usd", type_=sa.Float()),
             )

@@ -238,7 +238,9 @@ def _claim(conn: sa.Connection, crossing: ThresholdCrossing) -> bool:
     return bool(conn.execute(_CLAIM_ALERT[conn.dialect.name], row).rowcount)
 
 
-def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: int, usd: float) -> None:
+def settle_reservation(
+    conn: sa.Connection, reservation: Reservation, tokens: int, usd: float, *, charge_released: bool = False
+) -> None:
     """Replace `reservation` by the real usage inside the caller's transaction (the ONE place settle SQL lives).
 
     The reservation row is deleted first and the counters move only when it was there, so settling twice
@@ -250,9 +252,13 @@ def settle_reservation(conn: sa.Connection, reservation: Reservation, tokens: in
     if not reservation.scopes:
         return
     deleted = direct.execute(conn, _DELETE_RESERVATION, {"_id": reservation.id})
-    if deleted.rowcount == 0:
+    held = deleted.rowcount > 0
+    if not held and not charge_released:
         return  # settled or released already: settling twice must not double-count
-    amounts = {"_reserved_tokens": reservation.tokens, "_reserved_usd": reservation.usd, "_tokens": tokens, "_usd": usd}
+    # `charge_released` (a model step, written once by its message id): a reservation released meanwhile — an
+    # expiry sweep, a process that lost the run — still charges the usage, only its reserved part is gone.
+    reserved_tokens, reserved_usd = (reservation.tokens, reservation.usd) if held else (0, 0.0)
+    amounts = {"_reserved_tokens": reserved_tokens, "_reserved_usd": reserved_usd, "_tokens": tokens, "_usd": usd}
     used: dict[tuple[str, str, str], tuple[int, float]] = {}
     for counter in settled_counters(reservation):
         row = direct.execute(conn, _SETTLE, {**_key(*counter), **amounts}).first()

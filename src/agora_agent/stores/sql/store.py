@@ -869,8 +869,8 @@ def _model_step_unit(
     """`record_model_step` as one transaction: settle, thread bump, message (once), usage row, daily rollup,
     the first tool call's row, the run's end."""
     settlement = step.settlement
-    if settle_here and settlement is not None:
-        settle_reservation(conn, settlement.reservation, settlement.tokens, settlement.usd)
+    if settle_here and settlement is not None:  # undone with the unit when the message is stored already
+        settle_reservation(conn, settlement.reservation, settlement.tokens, settlement.usd, charge_released=True)
     _bump(conn, step.thread_id, now)
     if direct.execute(conn, _INSERT_MESSAGE_ONCE[conn.dialect.name], values, keyed=True).rowcount == 0:
         raise _Replayed
