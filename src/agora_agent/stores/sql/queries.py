@@ -199,7 +199,7 @@ class SqlGovernanceQueries:
                 sa.func.sum(d.unreported_cache_read_tokens).label("est_cache_read"),
                 sa.func.sum(d.unreported_cache_write_tokens).label("est_cache_write"),
             )
-            .where(d.day >= (from_day - _EPOCH_DAY).days, d.day <= (to_day - _EPOCH_DAY).days)
+            .where(*_day_range(d.day, from_day, to_day))
             .group_by(*group, d.model_id)
         )
         return await self._rows(stmt)
@@ -539,11 +539,7 @@ class SqlGovernanceQueries:
             return reliability_of(run_record(row) for row in await self._rows(stmt))
         # The daily run rollup (kept in step by the store): days x agents rows, not one row per run.
         rd = run_daily.c
-        where = []
-        if from_day is not None:
-            where.append(rd.day >= (from_day - _EPOCH_DAY).days)
-        if to_day is not None:
-            where.append(rd.day <= (to_day - _EPOCH_DAY).days)
+        where = _day_range(rd.day, from_day, to_day)
         stmt = sa.select(
             sa.case((rd.agent_name == "", sa.null()), else_=rd.agent_name).label("agent_name"),
             rd.day.label("day_index"),
