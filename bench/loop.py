@@ -14,6 +14,11 @@ round, and the printed figure is the median over rounds with the min–max sprea
 The sync rows' floor: the run's worker-thread hops (`tools/threads.py`, one per tool step) awaited with no loop
 around them, ÷ Pydantic AI's sync step — what the sync row costs even if our loop cost nothing.
 
+The sync hop's anatomy (memory store, after the table): the same runs with the sync tool in a worker thread and
+declared `blocking=False`, each thread's CPU read with `pthread_getcpuclockid`, beside a bare `threading.Lock`
+round trip between two threads after 100 µs of work on the first (no loop, no tool, no asyncio): what the
+operating system and this machine charge for two wake-ups of a parked thread.
+
 Thread growth: a chat on a thread that already holds 500 prior turns (each: user message, an assistant
 tool call with its executed result, the final answer) ÷ a chat on a thread with 1 prior turn.
 
@@ -32,15 +37,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -64,6 +72,13 @@ def add(a: int, b: int) -> int:
 @tool(name="add", blocking=False)
 def add_inline(a: int, b: int) -> int:
     """Add two integers."""
+    return a + b
+
+
+@tool(name="add", blocking=False)
+def add_parking(a: int, b: int) -> int:
+    """Add two integers, after parking the calling thread for 100 µs (the sync hop's anatomy: a park, no hand-off)."""
+    time.sleep(100e-6)
     return a + b
 
 
@@ -110,10 +125,12 @@ class AddArgs(BaseModel):
 class Ours:
     """An AgentService on one store; `run(thread_id)` is one chat to completion."""
 
-    def __init__(self, store: str | None, steps: int, sync_tool: bool, inline: bool = False) -> None:
+    def __init__(
+        self, store: str | None, steps: int, sync_tool: bool, inline: bool = False, tool: object = None
+    ) -> None:
         self.config = AgentConfig(
             model=ScriptModel(steps),
-            tools=[(add_inline if inline else add) if sync_tool else add_async],
+            tools=[tool or ((add_inline if inline else add) if sync_tool else add_async)],
             budget=Budget(tokens_per_actor=10**12),
             store=store,
         )
@@ -289,6 +306,85 @@ async def timed(case: Case, runs: int, steps: int, name: str | None = None) -> f
     return statistics.median(samples)
 
 
+def thread_cpu() -> dict[str, float]:
+    """By role (the event loop's thread, the sync-tool workers): CPU seconds so far, and how many times the threads
+    parked (voluntary context switches, from /proc on Linux; 0 elsewhere)."""
+    out = {"loop": 0.0, "workers": 0.0, "loop parks": 0.0, "workers parks": 0.0}
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        role = "loop" if thread is threading.main_thread() else "workers" if thread.name == "agora-sync-tool" else None
+        if role is not None:
+            with contextlib.suppress(OSError, ProcessLookupError):
+                out[role] += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+                out[f"{role} parks"] += int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+    return out
+
+
+async def hop_anatomy(sync: Ours, inline: Ours, steps: int, runs: int = 300) -> None:
+    """Per model step: wall and each thread's CPU, sync tool (worker thread) vs `blocking=False` (on the loop), and
+    the `blocking=False` tool parking the loop's thread for 100 µs (`time.sleep`: a park, and no other thread)."""
+    parking = Ours(None, steps, True, tool=add_parking)
+    await parking.start()
+    figures: dict[str, tuple[float, dict[str, float]]] = {}
+    for name, ours in (("sync", sync), ("inline", inline), ("parking", parking)):
+        for _ in range(20):
+            await ours.run()
+        cpu0, t0 = thread_cpu(), time.perf_counter()
+        for _ in range(runs):
+            await ours.run()
+        wall = (time.perf_counter() - t0) / (runs * (steps + 1))
+        cpu1 = thread_cpu()
+        figures[name] = (wall, {k: (cpu1[k] - cpu0[k]) / (runs * (steps + 1)) for k in cpu1})
+    await parking.close()
+    (ws, cs), (wi, ci), (wp, cp) = figures["sync"], figures["inline"], figures["parking"]
+    hop_loop, hop_parks = (cs["loop"] - ci["loop"]) * 1e6, (cs["loop parks"] - ci["loop parks"]) * (steps + 1) / steps
+    print(
+        "  the sync hop as the loop pays it (memory store, sync tool − blocking=False): "
+        f"{(ws - wi) * 1e6:+.0f} µs/step wall ({ws * 1e6:.0f} vs {wi * 1e6:.0f}); "
+        f"the loop's thread {hop_loop:+.0f} µs CPU, the worker thread {cs['workers'] * 1e6:.0f} µs CPU; "
+        f"parks per tool step: the loop's thread {hop_parks:.2f}, "
+        f"the worker {cs['workers parks'] * (steps + 1) / steps:.2f} (one each is the least a hand-off can do)"
+    )
+    print(
+        "  the blocking=False tool parking the loop's thread 100 µs a call (time.sleep): "
+        f"{(wp - wi) * 1e6:+.0f} µs/step wall, the loop's thread {(cp['loop'] - ci['loop']) * 1e6:+.0f} µs CPU "
+        "for sleeping — what a park costs here"
+    )
+    print(
+        "  a bare threading.Lock round trip between two threads, after 100 µs of work: "
+        f"{lock_round_trip() * 1e6:.0f} µs (no loop, no tool: the wake-ups alone)"
+    )
+
+
+def lock_round_trip(samples: int = 2000, work_s: float = 100e-6) -> float:
+    """Median seconds of `release(a); acquire(b)` answered by a thread parked on `a`, each after `work_s` busy."""
+    a, b = threading.Lock(), threading.Lock()
+    a.acquire()
+    b.acquire()
+
+    def echo() -> None:
+        for _ in range(samples):
+            a.acquire()
+            b.release()
+
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+    times = []
+    for _ in range(samples):
+        end = time.perf_counter() + work_s
+        while time.perf_counter() < end:
+            pass
+        t0 = time.perf_counter()
+        a.release()
+        b.acquire()
+        times.append(time.perf_counter() - t0)
+    thread.join()
+    return statistics.median(times)
+
+
 async def pg_database(admin_url: str) -> tuple[str, Callable[[], Awaitable[None]]] | None:
     try:
         import asyncpg
@@ -411,6 +507,7 @@ async def measure_all(
             await inline.start()
             cleanups.insert(0, inline.close)
             cases[f"{name} sync inline"] = inline.run
+            services[f"{name} sync inline"] = inline
         # thread growth on the sync-tool service of this store
         ours = services[f"{name} sync"]
         store = ours.service.store
@@ -477,6 +574,8 @@ async def measure_all(
     for name in urls:
         label = f"{name}: chat at {args.turns} prior turns ÷ at 1"
         ratio_row(label, f"{name} @{args.turns} turns", f"{name} @1 turn", "≤ 1.2")
+    if "memory sync" in services and "memory sync inline" in services:
+        await hop_anatomy(services["memory sync"], services["memory sync inline"], steps)
     if "postgres" in urls and urls["postgres"] is not None:
         rtt, commit = await commit_latency(urls["postgres"])
         print(
