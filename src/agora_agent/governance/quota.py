@@ -484,6 +484,23 @@ class MemoryQuotaStore:
     async def settle(self, reservation: Reservation, *, tokens: int, usd: float) -> None:
         self._close(reservation, tokens, usd)
 
+    async def settle_step(self, reservation: Reservation, *, tokens: int, usd: float) -> None:
+        """`settle` for a model step, called once per step (when its message is new): a reservation released
+        meanwhile — the expiry sweep under a slow model call — still charges the usage, as the step's usage row
+        is written all the same; only its reserved part is gone already (the SQL stores' rule)."""
+        if reservation.id in self._open or not reservation.scopes or (tokens <= 0 and usd <= 0):
+            self._close(reservation, tokens, usd)
+            return
+        used: dict[tuple[str, str, str], tuple[int, float]] = {}
+        for entry in reservation.scopes:
+            counter = unpack_scope(entry, reservation.period_key)
+            c = self._counter(*counter)
+            c.used_tokens += tokens
+            c.used_usd += usd
+            used[counter] = (c.used_tokens, c.used_usd)
+        if reservation.watch:
+            self._claim_crossings(reservation, used)
+
     async def release(self, reservation: Reservation) -> None:
         self._close(reservation, 0, 0.0)
 

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 
 from agora_agent._ids import new_id
 from agora_agent.errors import ConflictError, NotFoundError
-from agora_agent.governance.quota import Reservation
+from agora_agent.governance.quota import MemoryQuotaStore, Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
     UNSET,
@@ -307,7 +307,10 @@ class MemoryAgentStore:
             raise NotFoundError(f"thread {step.thread_id} not found")
         settlement = step.settlement
         if settlement is not None:
-            await settlement.quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
+            # once per step (its message is new): a memory quota charges a reservation released meanwhile too
+            quota = settlement.quota
+            settle = quota.settle_step if isinstance(quota, MemoryQuotaStore) else quota.settle
+            await settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
         message = self._append(
             thread_id=step.thread_id,
             message_id=step.message_id,
