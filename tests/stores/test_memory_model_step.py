@@ -4,31 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from agora_agent.actors import Actor
 from agora_agent.governance.quota import Budget, MemoryQuotaStore
-from agora_agent.records import UsageRecord
-from agora_agent.stores.base import ModelStep, QuotaSettlement
+from agora_agent.stores.base import QuotaSettlement
 from agora_agent.stores.memory import MemoryAgentStore
-
-ALICE = Actor(id="alice", tenant_ref="acme")
-DAY = datetime.now(UTC).strftime("%Y-%m-%d")
-
-
-def step(thread_id: str, settlement: QuotaSettlement) -> ModelStep:
-    ledger = UsageRecord(
-        id="run-1:m-1",
-        thread_id=thread_id,
-        run_id="run-1",
-        message_id="m-1",
-        actor_ref=ALICE.id,
-        model_id="m",
-        input_tokens=30,
-        output_tokens=12,
-        created_at=datetime.now(UTC),
-    )
-    return ModelStep(
-        message_id="m-1", thread_id=thread_id, run_id="run-1", content="ok", ledger=ledger, settlement=settlement
-    )
+from tests.stores.sql.test_model_step import ALICE, DAY, step  # the same step the SQL stores are held to
 
 
 async def test_a_step_whose_reservation_was_released_meanwhile_still_charges_its_usage() -> None:
