@@ -10,9 +10,9 @@ import pytest
 
 from agora_agent.actors import Actor
 from agora_agent.errors import NotFoundError, QuotaExceededError
-from agora_agent.governance.quota import Budget
+from agora_agent.governance.quota import Budget, QuotaStore
 from agora_agent.records import ToolCallPatch, ToolCallRecord, UsageRecord
-from agora_agent.stores.base import ModelStep, QuotaReserve, QuotaSettlement
+from agora_agent.stores.base import AgentStore, ModelStep, QuotaReserve, QuotaSettlement
 from agora_agent.stores.sql import SqlBackend
 
 ALICE = Actor(id="alice", tenant_ref="acme")
@@ -62,8 +62,11 @@ async def test_a_step_whose_reservation_was_released_meanwhile_still_charges_its
 ) -> None:
     """An expiry sweep, or a process that lost the run, released the reservation while the model answered; the
     step's usage row is written all the same, so the counter must count it too (and once)."""
-    quota = sql_backend.quota(Budget(tokens_per_actor=10_000))
-    store = sql_backend.store
+    await released_meanwhile_still_charges(sql_backend.store, sql_backend.quota(Budget(tokens_per_actor=10_000)))
+
+
+async def released_meanwhile_still_charges(store: AgentStore, quota: QuotaStore) -> None:
+    """Reserve, release, then record the step twice: used 42 once, nothing reserved, 42 in the ledger."""
     thread = await store.create_thread(actor_ref=ALICE.id)
     held = await quota.reserve(ALICE, DAY, reservation_id="run-1:0", tokens=500, usd=0.0)
     await quota.release(held)
