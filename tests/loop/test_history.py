@@ -100,7 +100,7 @@ async def test_kept_history_plus_the_tail_is_the_whole_history(store: AgentStore
     await assert_same(store, thread_id, cache)
     await store.update_tool_call(run_id, "c1", ToolCallPatch(status="executed", output=7))
     await assert_same(store, thread_id, cache)
-    _, history = await load_history(store, thread_id, cache)
+    _, history, _ = await load_history(store, thread_id, cache)
     assert history[-1].tool_results[0].content == "7"
 
     # Truncation into the kept prefix: the store returns everything again and the prefix is rebuilt.

@@ -10,6 +10,7 @@ from typing import Any
 
 from agora_agent.agents import Persona
 from agora_agent.governance.pricing import ModelPrice
+from agora_agent.governance.quota import Reservation
 from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
 from agora_agent.messages import ToolDefinition
 from agora_agent.records import ToolCallPatch
@@ -48,6 +49,7 @@ class RunState:
     prices: dict[str, ModelPrice] = field(default_factory=dict)
     attachments: bool = True  # whether the run's messages carry attachments to prepare (see `_open_run`)
     pending: PendingResult | None = None  # the last tool result, written with the next reservation
+    first_reservation: Reservation | None = None  # step 0's, granted with the thread's read (`load:thread`)
     retrieved: RetrievalReporter | None = None  # the run's `Retrieved` event, handed to every tool call's context
 
     async def on_text(self, delta: str) -> None:

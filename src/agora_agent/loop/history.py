@@ -15,10 +15,11 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agora_agent.governance.quota import Reservation
 from agora_agent.loop._state import serialize_output
 from agora_agent.messages import ModelMessage, ToolCall, ToolResult
 from agora_agent.records import MessageRecord, ToolCallRecord
-from agora_agent.stores.base import AgentStore, NewMessage
+from agora_agent.stores.base import AgentStore, NewMessage, QuotaReserve
 
 __all__ = ["History", "HistoryCache", "has_attachments", "load_history"]
 
@@ -75,15 +76,27 @@ class HistoryCache:
 
 
 async def load_history(
-    store: AgentStore, thread_id: str, cache: HistoryCache | None = None, *, append: NewMessage | None = None
-) -> tuple[str, History]:
-    """The thread's title and its history as model messages (each tool call followed by its persisted result).
+    store: AgentStore,
+    thread_id: str,
+    cache: HistoryCache | None = None,
+    *,
+    append: NewMessage | None = None,
+    reserve: QuotaReserve | None = None,
+) -> tuple[str, History, Reservation | None]:
+    """The thread's title, its history as model messages (each tool call followed by its persisted result) and
+    the reservation `reserve` asked for when the store granted it in the same call (else None: take it).
 
-    `append`: a message of the thread written first, in the same store call (`store.append_and_load`)."""
+    `append`: a message of the thread written first, in the same store call (`store.append_and_load`);
+    `reserve` with it: the first model call's reservation, in that call too where the store can
+    (`append_load_and_reserve`, the SQL stores: one commit for the three)."""
     kept = cache.get(thread_id) if cache is not None else None
     after = kept.anchor if kept is not None else None
+    reservation: Reservation | None = None
+    fused = getattr(store, "append_load_and_reserve", None) if append is not None and reserve is not None else None
     if append is None:
         loaded = await store.load_thread(thread_id, after=after)
+    elif fused is not None:
+        loaded, reservation = await fused(append, reserve, after=after)
     else:
         loaded = await store.append_and_load(append, after=after)
     reuse = kept is not None and not loaded.complete
@@ -101,7 +114,7 @@ async def load_history(
     attached = stable_attached or any(m.attachments for m in rendered[stable:])
     history = History(base, attachments=attached)
     history.extend(rendered)
-    return title, history
+    return title, history, reservation
 
 
 def _render(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from agora_agent.agents import derive_title, effective_allow_list, resolve_system_prompt
+from agora_agent.agents import Persona, derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.pricing import estimate_cost
 from agora_agent.governance.quota import QuotaStore, Reservation
@@ -97,11 +97,36 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
         message_id=step_id(f"{run.run_id}/user"),  # a write run twice writes it once
     )
     # The user's message is written by the next step, with the read of the thread (one transaction); its name
-    # keeps its place as a no-op (a replayed `load:thread` committed both).
+    # keeps its place as a no-op (a replayed `load:thread` committed both). The first model call's reservation
+    # joins that transaction where the store can (one commit for the three): `quota:reserve:0` then hands it on.
     await effect(hooks, "persist:user", _nothing)
-    thread_title, history = await hooks.step(
-        "load:thread", lambda: load_history(store, run.thread_id, deps.history, append=user)
+    first_ask = _ask(deps.quota, run, 0) if deps.quota is not None and deps.max_steps > 0 else None
+    loaded = await hooks.step(
+        "load:thread", lambda: load_history(store, run.thread_id, deps.history, append=user, reserve=first_ask)
     )
+    thread_title, history = loaded[0], loaded[1]
+    first_reservation = loaded[2] if len(loaded) > 2 else None  # two: recorded by a version before the fold
+    try:
+        return await _open_rest(deps, run, hooks, persona, system, thread_title, history, first_reservation)
+    except BaseException as exc:
+        if first_reservation is not None and deps.quota is not None and not handed_over(exc):
+            await deps.quota.release(first_reservation)  # no model call will settle it
+        raise
+
+
+async def _open_rest(
+    deps: LoopDeps,
+    run: RunInput,
+    hooks: LoopHooks,
+    persona: Persona | None,
+    system: str,
+    thread_title: str,
+    history: list[ModelMessage],
+    first_reservation: Reservation | None,
+) -> tuple[RunState, str, str, list[ModelMessage]]:
+    """`_open_run` after the thread's read: the sink, the run's state, retrieval and prices."""
+    agent = deps.agent
+    store = deps.store
     writer = await hooks.open_sink()
     allow_list = effective_allow_list(agent, persona)
     state = RunState(
@@ -119,6 +144,7 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
         ),
         delegation_names=agent.delegation_names(),
         retrieved=partial(deps.telemetry.retrieved, run, agent.name),
+        first_reservation=first_reservation,
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
         system = await retrieve_into_system(
@@ -149,6 +175,9 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     except BaseException as exc:
         if state.pending is not None:  # a tool's result not written yet (its reservation never ran)
             await _flush(state, exc)
+        first = state.first_reservation
+        if first is not None and deps.quota is not None and not handed_over(exc):
+            await deps.quota.release(first)  # granted with the thread's read, failed before its model call
         raise
 
 
@@ -317,18 +346,13 @@ async def _reserve(state: RunState, i: int, quota: QuotaStore) -> Reservation:
     """`quota:reserve:<i>`, with the previous tool's result written in the same transaction when one is pending
     (then streamed: its frame follows its row). A replayed step committed both when it was recorded."""
     deps, run = state.deps, state.run
-    budget = quota.budget
-    ask = QuotaReserve(
-        quota=quota,
-        actor=run.actor,
-        day=run.day,
-        reservation_id=f"{run.run_id}:{i}",
-        tokens=budget.reserve_tokens,
-        usd=budget.reserve_usd,  # the store reserves USD only where a USD limit applies
-        run_id=run.run_id,  # recovery releases a crashed run's reservations
-    )
+    ask = _ask(quota, run, i)
     pending = state.pending
     if pending is None:
+        first = state.first_reservation
+        if first is not None and i == 0:  # granted with the thread's read: the step hands it on
+            state.first_reservation = None
+            return await state.hooks.step("quota:reserve:0", partial(_granted, first))
         return await state.hooks.step(f"quota:reserve:{i}", ask.take)
 
     async def write_and_reserve() -> Reservation:
@@ -346,6 +370,24 @@ async def _reserve(state: RunState, i: int, quota: QuotaStore) -> Reservation:
     reservation = await state.hooks.step(f"quota:reserve:{i}", write_and_reserve)
     state.pending = None
     await pending.frame()
+    return reservation
+
+
+def _ask(quota: QuotaStore, run: RunInput, i: int) -> QuotaReserve:
+    """The reservation model call `i` of the run asks for."""
+    budget = quota.budget
+    return QuotaReserve(
+        quota=quota,
+        actor=run.actor,
+        day=run.day,
+        reservation_id=f"{run.run_id}:{i}",
+        tokens=budget.reserve_tokens,
+        usd=budget.reserve_usd,  # the store reserves USD only where a USD limit applies
+        run_id=run.run_id,  # recovery releases a crashed run's reservations
+    )
+
+
+async def _granted(reservation: Reservation) -> Reservation:
     return reservation
 
 

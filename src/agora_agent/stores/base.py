@@ -20,7 +20,10 @@ Contract highlights (every implementation must honour them):
 - `fork_thread` and `truncate_from` are atomic.
 - Tool results (output/error) are stored on the tool-call row and replayed in history.
 - One write transaction per logical step of a run (so a durable step and a store transaction coincide):
-  `record_run_start(..., active_stream=True)`, `append_and_load` (the user message, then the history),
+  `record_run_start(..., active_stream=True)`, `append_and_load` (the user message, then the history; a store
+  that can also take the first model call's reservation in that transaction offers
+  `append_load_and_reserve(message, reserve, *, after=None) -> (history, reservation | None)`, which the loop
+  uses when present — the SQL stores do),
   `record_model_step` (quota settle + assistant message +
   usage row + daily rollup + the first tool call's audit row), `record_tool_call(record, approval)`,
   `update_tool_call`, `record_tool_result` (a tool call's result + the next model call's budget

@@ -12,7 +12,7 @@ from agora_agent.actors import Actor
 from agora_agent.errors import NotFoundError, QuotaExceededError
 from agora_agent.governance.quota import Budget, QuotaStore
 from agora_agent.records import ToolCallPatch, ToolCallRecord, UsageRecord
-from agora_agent.stores.base import AgentStore, ModelStep, QuotaReserve, QuotaSettlement
+from agora_agent.stores.base import AgentStore, ModelStep, NewMessage, QuotaReserve, QuotaSettlement
 from agora_agent.stores.sql import SqlBackend
 
 ALICE = Actor(id="alice", tenant_ref="acme")
@@ -129,6 +129,59 @@ async def test_a_tool_result_and_the_next_reservation_commit_together(
     row = await store.get_tool_call("run-1", "c3")
     assert row is not None and (row.status, row.error) == ("failed", "boom") and row.executed_at is not None
     assert (await quota.usage(ALICE, DAY)).reserved_tokens == 1_000
+
+
+@pytest.mark.parametrize("tenant_limit", [None, 50_000], ids=["one limit", "two limits"])
+async def test_a_user_message_its_history_and_the_first_reservation_commit_together(
+    sql_backend: SqlBackend, tenant_limit: int | None
+) -> None:
+    """`append_load_and_reserve` (a run's `load:thread`): one statement on PostgreSQL with one limit, else one
+    transaction. The message is committed whatever the grant decides; a reservation not granted there comes back
+    None and the caller's own reserve decides (a new period's first grant on PostgreSQL, a refusal); the same
+    message and reservation asked again write and grant nothing twice; a deleted thread gets neither."""
+    quota = sql_backend.quota(Budget(tokens_per_actor=1_000, tokens_per_tenant=tenant_limit))
+    store = sql_backend.store
+    thread = await store.create_thread(actor_ref=ALICE.id)
+
+    def ask(i: int, tokens: int = 600) -> QuotaReserve:
+        return QuotaReserve(quota=quota, actor=ALICE, day=DAY, reservation_id=f"run-{i}:0", tokens=tokens, usd=0.0)
+
+    def user(i: int, thread_id: str = thread.id) -> NewMessage:
+        return NewMessage(thread_id=thread_id, role="user", content=f"hi {i}", run_id=f"run-{i}", message_id=f"u-{i}")
+
+    async def reserved() -> int:
+        return (await quota.usage(ALICE, DAY)).reserved_tokens
+
+    history, held = await store.append_load_and_reserve(user(1), ask(1))
+    if held is None:  # the counter's first grant in its period is the quota's full unit
+        held = await ask(1).take()
+    assert [m.id for m in history.messages] == ["u-1"] and history.thread is not None
+    assert held.tokens == 600 and await reserved() == 600
+    history, again = await store.append_load_and_reserve(user(1), ask(1))  # a replayed step: nothing twice
+    again = again or await ask(1).take()  # (several limits on PostgreSQL: the quota's unit, which grants once too)
+    assert again.id == "run-1:0" and await reserved() == 600
+    assert [m.id for m in history.messages] == ["u-1"]
+
+    history, common = await store.append_load_and_reserve(user(2), ask(2, 100))  # headroom: the common case
+    assert [m.id for m in history.messages] == ["u-1", "u-2"]
+    assert (common is not None) == (tenant_limit is None or not sql_backend.store._postgres)
+    if common is None:  # several limits on PostgreSQL: the quota's multi-statement unit grants them
+        await ask(2, 100).take()
+    assert await reserved() == 700
+
+    gone = await store.create_thread(actor_ref=ALICE.id)
+    await store.soft_delete_thread(gone.id)
+    with pytest.raises(NotFoundError):
+        await store.append_load_and_reserve(user(3, gone.id), ask(3, 100))
+    assert await reserved() == 700
+
+    await quota.reserve(ALICE, DAY, reservation_id="other", tokens=300, usd=0.0)  # 1000 reserved: no headroom
+    history, refused = await store.append_load_and_reserve(user(4), ask(4, 100))
+    assert refused is None and [m.id for m in history.messages][-1] == "u-4"  # the message, all the same
+    with pytest.raises(QuotaExceededError):
+        await ask(4, 100).take()
+    assert await reserved() == 1_000
+    assert [m.id for m in await store.list_messages(thread.id)] == ["u-1", "u-2", "u-4"]
 
 
 async def test_a_step_with_its_first_tool_call_rolls_back_whole(sql_backend: SqlBackend) -> None:

@@ -70,3 +70,43 @@ async def test_fifty_concurrent_chats_overshoot_at_most_one_reservation(backend:
             assert usage.reserved_tokens == 0
             assert usage.used_tokens == ledger == completed * TURN.total_tokens  # no lost ledger rows or updates
             assert usage.used_tokens <= LIMIT + RESERVE  # overshoot at most one reservation
+
+
+class _BrokenPrices:
+    """A price store that fails the run after its thread was read (and its first reservation granted with it)."""
+
+    async def upsert_price(self, price: object) -> None:
+        raise AssertionError("not called")
+
+    async def list_current_prices(self) -> list[object]:
+        raise RuntimeError("price table unreachable")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_run_failing_before_its_first_model_call_gives_its_first_reservation_back(
+    backend: str, tmp_path: Path
+) -> None:
+    """The first model call's reservation is granted with the thread's read; a run failing between the two (here
+    its price read) releases it: the budget is not held until the expiry sweep."""
+    actor = Actor(id="alice")
+    async with empty_database(backend, tmp_path) as url:
+        if backend == "postgres":
+            engine = create_engine_from_url(url)
+            await upgrade(engine)
+            await engine.dispose()
+        config = AgentConfig(
+            model=FakeModel(_one_turn),
+            store=url,
+            budget=Budget(tokens_per_actor=LIMIT, reserve_tokens=RESERVE),
+            pricing=_BrokenPrices(),  # type: ignore[arg-type]
+        )
+        async with AgentService.from_config(config) as service:
+            assert service.quota is not None
+            day = datetime.now(UTC).strftime("%Y-%m-%d")
+            # the period's counter exists (a first grant is the quota's own unit): the grant joins the read
+            await service.quota.release(await service.quota.reserve(actor, day, reservation_id="seed", tokens=1, usd=0))
+            started = await service.chat(actor, "hello")
+            run = await service.wait_for_run(OBSERVER, started.run_id, timeout=30)
+            assert run.status == "failed"
+            usage = await service.quota.usage(actor, day)
+            assert (usage.used_tokens, usage.reserved_tokens) == (0, 0)

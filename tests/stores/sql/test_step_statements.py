@@ -33,13 +33,14 @@ STEP_STATEMENTS = 10
 STEP_TRANSACTIONS = 2
 # A whole run with one tool step and the final answer, on an existing thread: the service's budget check and
 # thread read, run start (the loop does not check the budget again an instant after the service did: the inline
-# runner starts it at once), the user message with the history read after it, prices,
-# two model steps — the last with the run's end — and the test's read of the finished run; the run start and
-# end each add the run to the daily run rollup. The one-statement units (thread and run reads, prices) need no
-# transaction; six of the seven transactions write.
+# runner starts it at once), the user message with the history read after it and the first model call's
+# reservation (one transaction), prices, two model steps — the last with the run's end — and the test's read of
+# the finished run; the run start and end each add the run to the daily run rollup. The one-statement units
+# (thread and run reads, prices) need no transaction; five of the six transactions write (seven and six before
+# the first reservation joined the history's read).
 RUN_STATEMENTS = 30
-RUN_TRANSACTIONS = 7
-RUN_WRITE_TRANSACTIONS = 6
+RUN_TRANSACTIONS = 6
+RUN_WRITE_TRANSACTIONS = 5
 # PostgreSQL: a tool-calling step is TWO statements in autocommit — the previous tool's result with the budget
 # reservation, and the assistant step (settle + message + thread bump + usage row + rollup + the tool call's
 # start row) — as data-modifying CTEs: two round trips and two commits (it was nineteen round trips: 11
@@ -47,10 +48,11 @@ RUN_WRITE_TRANSACTIONS = 6
 PG_STEP_STATEMENTS = 2
 PG_STEP_TRANSACTIONS = 0
 # The whole run: the same units as on SQLite, each ONE statement — the run start with its rollup and active
-# stream, the user message with the thread bump and the history read (thread, messages, tool calls as JSON
-# arrays), the last model step with the run end (title, compare-and-set and rollup), and the service's quota check
-# (rules and counters) one read of JSON arrays — all in autocommit: not one BEGIN/COMMIT.
-PG_RUN_STATEMENTS = 8
+# stream, the user message with the thread bump, the history read (thread, messages, tool calls as JSON arrays)
+# and the first model call's reservation (8 statements before it joined), the last model step with the run end
+# (title, compare-and-set and rollup), and the service's quota check (rules and counters) one read of JSON
+# arrays — all in autocommit: not one BEGIN/COMMIT.
+PG_RUN_STATEMENTS = 7
 PG_RUN_TRANSACTIONS = 0
 
 

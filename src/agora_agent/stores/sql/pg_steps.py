@@ -305,6 +305,19 @@ def reserve_statement(tokens_limited: bool, usd_limited: bool, first: RowShape |
     Neither (no counter row yet this period, or no headroom): nothing was written, and the caller runs the
     full unit, which seeds the counter from the ledger or builds the refusal.
     """
+    written = None if first is None else row_update_cte(first)
+    held, columns = grant_ctes(
+        tokens_limited, usd_limited, () if written is None else (sa.exists(sa.select(*written.c)),)
+    )
+    if written is None:
+        return sa.select(*columns).add_cte(held)
+    return sa.select(*columns, sa.exists(sa.select(*written.c)).label("written")).add_cte(written, held)
+
+
+def grant_ctes(tokens_limited: bool, usd_limited: bool, only_if: Sequence[Any] = ()) -> tuple[sa.CTE, list[Any]]:
+    """`reserve_statement`'s grant as CTEs for a statement of its own or another's: the `held` CTE to add (it
+    reads `granted`) and the `(granted, held)` columns; `only_if`: more conditions the grant needs. Parameters:
+    `SqlQuotaStore.grant_params`."""
     c, r = budget_counter.c, budget_reservation.c
     reservation_id = sa.bindparam("_id", type_=r.id.type)
     conditions = [
@@ -312,14 +325,12 @@ def reserve_statement(tokens_limited: bool, usd_limited: bool, first: RowShape |
         c.key == sa.bindparam("_key", type_=c.key.type),
         c.period == sa.bindparam("_period", type_=c.period.type),
         ~sa.exists(sa.select(r.id).where(r.id == reservation_id)),
+        *only_if,
     ]
     if tokens_limited:
         conditions.append(c.used_tokens + c.reserved_tokens < sa.bindparam("_limit_tokens", type_=sa.BigInteger()))
     if usd_limited:
         conditions.append(c.used_usd + c.reserved_usd < sa.bindparam("_limit_usd", type_=sa.Float()))
-    written = None if first is None else row_update_cte(first)
-    if written is not None:
-        conditions.append(sa.exists(sa.select(*written.c)))
     granted = (
         sa.update(budget_counter)
         .where(*conditions)
@@ -336,9 +347,7 @@ def reserve_statement(tokens_limited: bool, usd_limited: bool, first: RowShape |
         sa.exists(sa.select(granted.c.scope)).label("granted"),
         sa.exists(sa.select(r.id).where(r.id == reservation_id)).label("held"),
     ]
-    if written is None:
-        return sa.select(*columns).add_cte(held)
-    return sa.select(*columns, sa.exists(sa.select(*written.c)).label("written")).add_cte(written, held)
+    return held, columns
 
 
 _RUN_DAILY_COUNTS = ("runs", "completed", "failed", "cancelled", "running", "settled", "duration_ms")
@@ -483,6 +492,18 @@ def append_and_load_statement(since: bool) -> sa.Executable:
     live, inserted, bumped = _message_into_live_thread("m_created_at_bump")
     outcome = [sa.exists(sa.select(live.c.id)).label("live"), sa.exists(sa.select(inserted.c.id)).label("inserted")]
     return sa.select(*outcome, *_thread_reads(since)).add_cte(inserted, bumped)
+
+
+@cache
+def append_load_and_reserve_statement(since: bool, tokens_limited: bool, usd_limited: bool) -> sa.Executable:
+    """`append_and_load_statement` and a one-limit grant (`grant_ctes`, only into a live thread) as ONE statement:
+    a run's user message, its thread's history and its first model call's reservation, one commit. The message
+    is written whatever the grant decides; neither `granted` nor `held`: the caller takes the reservation on its
+    own (the full unit seeds a new period's counter or builds the refusal)."""
+    live, inserted, bumped = _message_into_live_thread("m_created_at_bump")
+    held, grant = grant_ctes(tokens_limited, usd_limited, (sa.exists(sa.select(live.c.id)),))
+    outcome = [sa.exists(sa.select(live.c.id)).label("live"), sa.exists(sa.select(inserted.c.id)).label("inserted")]
+    return sa.select(*outcome, *grant, *_thread_reads(since)).add_cte(inserted, bumped, held)
 
 
 def _thread_reads(since: bool) -> list[Any]:

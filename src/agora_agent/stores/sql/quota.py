@@ -72,7 +72,15 @@ from agora_agent.stores.sql.pg_steps import (
 from agora_agent.stores.sql.tables import budget_alert, budget_counter, budget_reservation, budget_rule
 from agora_agent.stores.sql.units import Units, units_for
 
-__all__ = ["RowUpdate", "SqlQuotaStore", "claim_won", "crossings_to_claim", "settle_reservation", "settled_counters"]
+__all__ = [
+    "PlannedReservation",
+    "RowUpdate",
+    "SqlQuotaStore",
+    "claim_won",
+    "crossings_to_claim",
+    "settle_reservation",
+    "settled_counters",
+]
 
 _c = budget_counter.c
 
@@ -156,6 +164,17 @@ def _limit_params(limit: Limit) -> dict[str, Any]:
     if limit.usd is not None:
         params["_limit_usd"] = limit.usd
     return params
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlannedReservation:
+    """A reservation worked out before any write (`SqlQuotaStore.plan`): what a grant would hold, against which
+    limits, in the run's `day`, stamped `now`."""
+
+    reservation: Reservation
+    limits: tuple[Limit, ...]
+    day: str
+    now: datetime
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -449,19 +468,8 @@ class SqlQuotaStore:
         the same transaction, before the grant (a tool's result before the next model call's reservation); it
         is committed whatever the grant decides (a refusal commits it on its own), and a missing row grants
         nothing (`NotFoundError`)."""
-        limits = await self.limits.current(actor)
-        usd = usd if any(limit.usd is not None for limit in limits) else 0.0
-        now = datetime.now(UTC)
-        reservation = Reservation(
-            id=reservation_id,
-            scopes=tuple(limit.counter(day) for limit in limits),
-            period_key=day,
-            tokens=tokens,
-            usd=usd,
-            run_id=run_id,
-            expires_at=now + self.budget.reservation_ttl,
-            watch=watch_rows(limits, day),
-        )
+        planned = await self.plan(actor, day, reservation_id=reservation_id, tokens=tokens, usd=usd, run_id=run_id)
+        reservation, limits, now = planned.reservation, planned.limits, planned.now
         if not limits:
             if first is not None:
                 await first.alone(self._units)
@@ -470,15 +478,7 @@ class SqlQuotaStore:
         def grant(conn: sa.Connection) -> None:
             if first is not None:
                 first.apply(conn)
-            # The reservation row first: if an earlier attempt committed (its reply lost to a dropped
-            # connection), the insert conflicts before any counter moved, and the grant stands (and `first`,
-            # written by that attempt too).
-            try:
-                direct.execute(conn, _INSERT_RESERVATION, _reservation_row(reservation, now), keyed=True)
-            except sa.exc.IntegrityError:
-                raise _AlreadyGranted from None
-            for limit in limits:
-                self._grant_one(conn, limit, day, tokens, usd)
+            self._grant(conn, planned)
 
         if self._postgres and len(limits) == 1:
             if await self._reserve_one_statement(reservation, limits[0], now, first):
@@ -493,21 +493,67 @@ class SqlQuotaStore:
             raise
         return reservation
 
+    async def plan(
+        self, actor: Actor, day: str, *, reservation_id: str, tokens: int, usd: float, run_id: str | None = None
+    ) -> PlannedReservation:
+        """The reservation `reserve` would grant, with the limits it is held against, before anything is written:
+        for a store that grants it inside its own transaction (`grant_within`, `grant_params`)."""
+        limits = await self.limits.current(actor)
+        usd = usd if any(limit.usd is not None for limit in limits) else 0.0
+        now = datetime.now(UTC)
+        reservation = Reservation(
+            id=reservation_id,
+            scopes=tuple(limit.counter(day) for limit in limits),
+            period_key=day,
+            tokens=tokens,
+            usd=usd,
+            run_id=run_id,
+            expires_at=now + self.budget.reservation_ttl,
+            watch=watch_rows(limits, day),
+        )
+        return PlannedReservation(reservation=reservation, limits=limits, day=day, now=now)
+
+    def _grant(self, conn: sa.Connection, planned: PlannedReservation) -> None:
+        """The grant inside the caller's unit; `_AlreadyGranted` when an earlier attempt committed it."""
+        reservation = planned.reservation
+        # The reservation row first: if an earlier attempt committed (its reply lost to a dropped
+        # connection), the insert conflicts before any counter moved, and the grant stands (and whatever the
+        # caller's unit wrote before it, written by that attempt too).
+        try:
+            direct.execute(conn, _INSERT_RESERVATION, _reservation_row(reservation, planned.now), keyed=True)
+        except sa.exc.IntegrityError:
+            raise _AlreadyGranted from None
+        for limit in planned.limits:
+            self._grant_one(conn, limit, planned.day, reservation.tokens, reservation.usd)
+
+    def grant_within(self, conn: sa.Connection, planned: PlannedReservation) -> None:
+        """Grant `planned` inside the caller's write unit on this quota's database (its writes and the grant commit
+        together); raises `QuotaExceededError` — the caller's unit then rolls back — when a limit has no headroom."""
+        with contextlib.suppress(_AlreadyGranted):
+            self._grant(conn, planned)
+
+    @staticmethod
+    def grant_params(planned: PlannedReservation) -> dict[str, Any]:
+        """The parameters of `pg_steps.grant_ctes` for a one-limit `planned` reservation (PostgreSQL)."""
+        reservation = planned.reservation
+        scope, key, period = reservation.scopes[0]
+        return {
+            **_key(scope, key, period),
+            "_id": reservation.id,
+            "_tokens": reservation.tokens,
+            "_usd": reservation.usd,
+            **{f"h_{name}": value for name, value in _reservation_row(reservation, planned.now).items()},
+            **_limit_params(planned.limits[0]),
+        }
+
     async def _reserve_one_statement(
         self, reservation: Reservation, limit: Limit, now: datetime, first: RowUpdate | None
     ) -> bool:
         """PostgreSQL, one limit, its counter there with headroom: the reservation (after `first`) as ONE
         statement in autocommit (`pg_steps.reserve_statement`). False when it granted nothing and the full unit
         must decide (`first` is committed then all the same)."""
-        scope, key, period = reservation.scopes[0]
-        params: dict[str, Any] = {
-            **_key(scope, key, period),
-            "_id": reservation.id,
-            "_tokens": reservation.tokens,
-            "_usd": reservation.usd,
-            **{f"h_{name}": value for name, value in _reservation_row(reservation, now).items()},
-            **_limit_params(limit),
-        }
+        planned = PlannedReservation(reservation=reservation, limits=(limit,), day=reservation.period_key, now=now)
+        params = self.grant_params(planned)
         if first is not None:
             params.update(first.params())
         stmt = reserve_statement(

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agora_agent.errors import ConflictError, NotFoundError
+from agora_agent.errors import ConflictError, NotFoundError, QuotaExceededError
 from agora_agent.governance.quota import Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
@@ -356,35 +356,71 @@ class SqlAgentStore:
         """The message (written once by its id) and then the thread's history, in one transaction — on
         PostgreSQL ONE statement (`pg_steps.append_and_load_statement`), whose reads do not see the message it
         appends: it is added here, as the thread's newest."""
-        record = MessageRecord(
-            id=message.message_id or _new_id(),
-            thread_id=message.thread_id,
-            role=message.role,
-            content=message.content,
-            attachments=None if message.attachments is None else list(message.attachments),
-            persona=message.persona,
-            run_id=message.run_id,
-            created_at=_now(),
-        )
-        values = _message_values(record, None, message.attachments)
+        values = _new_message_values(message)
         if not self._postgres:
             loaded = await self._write(partial(_append_and_load_unit, values, after))
             return _history(*loaded)
         since = after is not None
-        params = {**pg_steps.message_params(values), "m_created_at_bump": record.created_at, "tid": record.thread_id}
-        if since:
-            params["mid"] = after
+        params = _append_and_load_params(values, after)
         found = (await self._units.one(pg_steps.append_and_load_statement(since), params, write=True)).one()
+        return await self._appended_history(found, values, since)
+
+    async def append_load_and_reserve(
+        self, message: NewMessage, reserve: QuotaReserve, *, after: str | None = None
+    ) -> tuple[ThreadHistory, Reservation | None]:
+        """`append_and_load` and the reservation `reserve` asks for in ONE transaction (on PostgreSQL with one
+        limit: one statement) when its quota is a `SqlQuotaStore` on this database: a run's user message, its
+        history and its first model call's reservation, one commit. The message is written whatever the grant
+        decides; the reservation is None when it was not granted here (refused, a new period's first grant, or
+        another quota): the caller takes it on its own then (`reserve.take()`), which refuses or grants."""
+        quota = reserve.quota
+        if not (isinstance(quota, SqlQuotaStore) and quota.shares_transactions_with(self.engine)):
+            return await self.append_and_load(message, after=after), None
+        planned = await quota.plan(
+            reserve.actor,
+            reserve.day,
+            reservation_id=reserve.reservation_id,
+            tokens=reserve.tokens,
+            usd=reserve.usd,
+            run_id=reserve.run_id,
+        )
+        if not planned.limits:  # nothing to hold: the reservation is granted as it is
+            return await self.append_and_load(message, after=after), planned.reservation
+        values = _new_message_values(message)
+        if not self._postgres:
+
+            def unit(conn: sa.Connection) -> _Loaded:
+                loaded = _append_and_load_unit(values, after, conn)
+                quota.grant_within(conn, planned)
+                return loaded
+
+            try:
+                return _history(*(await self._write(unit))), planned.reservation
+            except QuotaExceededError:  # rolled back with the refused grant: the message alone, the caller refuses
+                return await self.append_and_load(message, after=after), None
+        if len(planned.limits) != 1:  # several limits: their grant is the quota's multi-statement unit
+            return await self.append_and_load(message, after=after), None
+        limit = planned.limits[0]
+        since = after is not None
+        stmt = pg_steps.append_load_and_reserve_statement(since, limit.tokens is not None, limit.usd is not None)
+        params = {**_append_and_load_params(values, after), **quota.grant_params(planned)}
+        found = (await self._units.one(stmt, params, write=True)).one()
+        history = await self._appended_history(found, values, since)
+        return history, planned.reservation if found["granted"] or found["held"] else None
+
+    async def _appended_history(self, found: Mapping[str, Any], values: dict[str, Any], since: bool) -> ThreadHistory:
+        """The history an append-and-load statement read on PostgreSQL, with the message it appended as the newest."""
+        thread_id = values["thread_id"]
         if not found["live"]:
-            raise NotFoundError(f"thread {record.thread_id} not found")
+            raise NotFoundError(f"thread {thread_id} not found")
         if since and not found["anchored"]:  # the kept message is gone: everything (the message committed)
-            return _history(*(await self._load_statement(record.thread_id, None)))
+            return _history(*(await self._load_statement(thread_id, None)))
         heads = pg_steps.json_rows(thread, None if found["head"] is None else [found["head"]])
         messages = pg_steps.json_rows(_message_table, found["messages"])
         if found["inserted"]:
             messages.append(values)
             if heads:
-                heads[0]["updated_at"] = record.created_at
+                heads[0]["updated_at"] = values["created_at"]
         calls = pg_steps.json_rows(tool_call, found["calls"])
         return _history(heads[0] if heads else None, messages, calls, not since)
 
@@ -930,6 +966,28 @@ def _history(
         tool_calls=[rec.tool_call_record(r) for r in calls],
         complete=complete,
     )
+
+
+def _new_message_values(message: NewMessage) -> dict[str, Any]:
+    """The row of a `NewMessage` appended now (its id chosen here when it has none)."""
+    record = MessageRecord(
+        id=message.message_id or _new_id(),
+        thread_id=message.thread_id,
+        role=message.role,
+        content=message.content,
+        attachments=None if message.attachments is None else list(message.attachments),
+        persona=message.persona,
+        run_id=message.run_id,
+        created_at=_now(),
+    )
+    return _message_values(record, None, message.attachments)
+
+
+def _append_and_load_params(values: dict[str, Any], after: str | None) -> dict[str, Any]:
+    params = {**pg_steps.message_params(values), "m_created_at_bump": values["created_at"], "tid": values["thread_id"]}
+    if after is not None:
+        params["mid"] = after
+    return params
 
 
 def _append_and_load_unit(values: dict[str, Any], after: str | None, conn: sa.Connection) -> _Loaded:
