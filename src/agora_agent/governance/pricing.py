@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from agora_agent.messages import Usage
 
-__all__ = ["MemoryPricingStore", "ModelPrice", "PricingStore", "estimate_cost", "seed_model_prices"]
+__all__ = ["MemoryPricingStore", "ModelPrice", "PricingStore", "estimate_cost", "prices_for", "seed_model_prices"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,9 +80,24 @@ class MemoryPricingStore:
     async def list_current_prices(self) -> list[ModelPrice]:
         return sorted(self._prices.values(), key=lambda p: p.model_id)
 
+    async def current_prices(self, model_ids: Collection[str]) -> list[ModelPrice]:
+        """The current prices of these models (those that have one), by model id."""
+        return sorted((p for m in set(model_ids) if (p := self._prices.get(m)) is not None), key=lambda p: p.model_id)
+
     async def price_history(self, model_id: str) -> list[ModelPrice]:
         """Every price the model had, oldest first (the last one is current)."""
         return list(self._history.get(model_id, []))
+
+
+async def prices_for(store: PricingStore, model_ids: Collection[str]) -> list[ModelPrice]:
+    """The current prices of `model_ids` (those that have one): the store's `current_prices` where it has one
+    (the memory and SQL stores: a run reads its model's price, not the whole synced catalogue), else its whole
+    list, filtered."""
+    current = getattr(store, "current_prices", None)
+    if current is not None:
+        return list(await current(model_ids))
+    wanted = set(model_ids)
+    return [p for p in await store.list_current_prices() if p.model_id in wanted]
 
 
 async def seed_model_prices(store: PricingStore, prices: Iterable[ModelPrice]) -> int:

@@ -47,6 +47,7 @@ class RunState:
     delegation_names: frozenset[str] = frozenset()  # the agent's own `ask_<agent>` tools
     offered: tuple[list[ToolDefinition], tuple[ToolDefinition, ...]] | None = None  # last offer, as sent
     prices: dict[str, ModelPrice] = field(default_factory=dict)
+    priced: set[str] | None = None  # the models whose price was read (None: every model's, or no pricing)
     attachments: bool = True  # whether the run's messages carry attachments to prepare (see `_open_run`)
     pending: PendingResult | None = None  # the last tool result, written with the next reservation
     first_reservation: Reservation | None = None  # step 0's, granted with the thread's read (`load:thread`)

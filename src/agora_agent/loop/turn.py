@@ -27,7 +27,7 @@ from typing import Any
 
 from agora_agent.agents import Persona, derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.errors import QuotaExceededError
-from agora_agent.governance.pricing import estimate_cost
+from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost, prices_for
 from agora_agent.governance.quota import QuotaStore, Reservation
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
@@ -158,8 +158,14 @@ async def _open_rest(
             agent=agent.name,
         )
     if deps.pricing is not None:
-        pricing = deps.pricing
-        price_list = await hooks.step("pricing:list", pricing.list_current_prices)
+        # The prices of the run's configured model(s); a model a turn reports besides is read on first sight
+        # (`_price_of`). A `pricing:list` recorded by an earlier version holds every price: nothing more to read.
+        asked = tuple(sorted({m for m in (agent.model_id, deps.model.model_id) if m}))
+        recorded = await hooks.step("pricing:list", partial(_read_prices, deps.pricing, asked))
+        if isinstance(recorded, tuple):
+            state.priced, price_list = set(recorded[0]), recorded[1]
+        else:
+            state.priced, price_list = None, recorded
         state.prices = {p.model_id: p for p in price_list}
 
     # The messages a step sends carry attachments only if the history does (the loop adds none): known here
@@ -215,6 +221,8 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
         total_in += turn.usage.input_tokens
         total_out += turn.usage.output_tokens
         model_id = turn.model_id or agent.model_id or deps.model.model_id or "unknown"
+        if state.priced is not None and model_id not in state.priced and turn.cost_usd is None:
+            await _price_of(state, model_id)
         cost = _step_cost(state, turn, model_id)
         if cost is not None:
             known_cost = (known_cost or 0.0) + cost
@@ -371,6 +379,20 @@ async def _reserve(state: RunState, i: int, quota: QuotaStore) -> Reservation:
     state.pending = None
     await pending.frame()
     return reservation
+
+
+async def _read_prices(pricing: PricingStore, asked: tuple[str, ...]) -> tuple[tuple[str, ...], list[ModelPrice]]:
+    """`pricing:list`: the asked models and their current prices."""
+    return asked, await prices_for(pricing, asked)
+
+
+async def _price_of(state: RunState, model_id: str) -> None:
+    """A model a turn reported that the run has not priced yet: its current price, read once (`pricing:<model>`)."""
+    pricing = state.deps.pricing
+    assert pricing is not None and state.priced is not None
+    state.priced.add(model_id)
+    found = await state.hooks.step(f"pricing:{model_id}", partial(prices_for, pricing, (model_id,)))
+    state.prices.update((p.model_id, p) for p in found)
 
 
 def _ask(quota: QuotaStore, run: RunInput, i: int) -> QuotaReserve:

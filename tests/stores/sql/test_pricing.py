@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from agora_agent.governance.pricing import ModelPrice, seed_model_prices
+from agora_agent.governance.pricing import MemoryPricingStore, ModelPrice, PricingStore, prices_for, seed_model_prices
 from agora_agent.stores.sql import SqlBackend
 from agora_agent.stores.sql.price_catalog import catalog_prices
 from agora_agent.stores.sql.tables import model_pricing
@@ -72,3 +72,29 @@ def test_catalog_has_current_token_prices_of_known_models() -> None:
     mini = prices["gpt-4o-mini"]
     assert (mini.input_price_per_1m, mini.output_price_per_1m, mini.cache_read_price_per_1m) == (0.15, 0.6, 0.075)
     assert all(p.input_price_per_1m >= 0 and p.output_price_per_1m >= 0 for p in prices.values())
+
+
+async def test_current_prices_reads_the_asked_models_only(sql_backend: SqlBackend) -> None:
+    await current_prices_of_the_asked_models(sql_backend.pricing)
+
+
+async def test_current_prices_on_the_memory_store() -> None:
+    await current_prices_of_the_asked_models(MemoryPricingStore())
+
+
+async def current_prices_of_the_asked_models(pricing: PricingStore) -> None:
+    """What a run reads (`pricing:list`): the current price of each asked model that has one, superseded rows
+    never, the rest of the table not at all; `prices_for` gives the same from a store with only the whole list."""
+    await seed_model_prices(pricing, [price("m1", 3, 15), price("m2", 1, 2), price("m3", 5, 5)])
+    await pricing.upsert_price(price("m1", 2.5, 10))
+    got = await prices_for(pricing, ["m1", "m3", "nope"])
+    assert [(p.model_id, p.input_price_per_1m) for p in got] == [("m1", 2.5), ("m3", 5)]
+    assert await prices_for(pricing, []) == []
+
+    class WholeListOnly:
+        async def upsert_price(self, price: ModelPrice) -> None: ...
+
+        async def list_current_prices(self) -> list[ModelPrice]:
+            return await pricing.list_current_prices()
+
+    assert await prices_for(WholeListOnly(), ["m1", "m3", "nope"]) == got

@@ -9,8 +9,9 @@ lock on the model id; SQLite: `BEGIN IMMEDIATE`); a collision on the index is re
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -43,6 +44,13 @@ _ATTEMPTS = 5
 _CURRENT_PRICES = (
     sa.select(model_pricing).where(model_pricing.c.is_current.is_(True)).order_by(model_pricing.c.model_id)
 )
+
+
+@cache
+def _current_prices_of(count: int) -> sa.Select[Any]:
+    """The current rows of `count` models (`m0`, `m1` …): plain parameters, which the driver path takes."""
+    ids = [sa.bindparam(f"m{i}", type_=model_pricing.c.model_id.type) for i in range(count)]
+    return _CURRENT_PRICES.where(model_pricing.c.model_id.in_(ids))
 
 
 class SqlPricingStore:
@@ -93,8 +101,17 @@ class SqlPricingStore:
 
     async def list_current_prices(self) -> list[ModelPrice]:
         """Every model's current price, by model id."""
-        # Read once per run (`pricing:list`): one statement, on the driver.
         rows = (await units_for(self.engine).one(_CURRENT_PRICES, {}, write=False)).rows
+        return [price_from_row(r) for r in rows]
+
+    async def current_prices(self, model_ids: Collection[str]) -> list[ModelPrice]:
+        """The current prices of these models (those that have one), by model id: what a run reads once
+        (`pricing:list`, one statement on the driver) — its model's row, not a synced catalogue's hundreds."""
+        ids = sorted(set(model_ids))
+        if not ids:
+            return []
+        params = {f"m{i}": model_id for i, model_id in enumerate(ids)}
+        rows = (await units_for(self.engine).one(_current_prices_of(len(ids)), params, write=False)).rows
         return [price_from_row(r) for r in rows]
 
     async def price_history(self, model_id: str) -> list[ModelPrice]:
