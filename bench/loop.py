@@ -19,6 +19,10 @@ declared `blocking=False`, each thread's CPU read with `pthread_getcpuclockid`, 
 round trip between two threads after 100 µs of work on the first (no loop, no tool, no asyncio): what the
 operating system and this machine charge for two wake-ups of a parked thread.
 
+A synced price table: the SQLite case again on a database holding the `agora-agent prices sync` catalogue
+(every model of the bundled genai-prices data, priced per token) and the bench model's own price ÷ the same on a
+database holding only the bench model's price — a run reads its model's price, not the table.
+
 Thread growth: a chat on a thread that already holds 500 prior turns (each: user message, an assistant
 tool call with its executed result, the final answer) ÷ a chat on a thread with 1 prior turn.
 
@@ -211,6 +215,18 @@ async def seed_thread(store: AgentStore, turns: int) -> str:
         )
         await store.append_message(thread_id=thread.id, role="assistant", content="done", run_id=run_id)
     return thread.id
+
+
+async def seed_prices(ours: Ours, catalogue: bool) -> int:
+    """The bench model's price, after the `prices sync` catalogue when `catalogue`; returns how many prices."""
+    from agora_agent.governance.pricing import ModelPrice, seed_model_prices
+    from agora_agent.stores.sql.price_catalog import catalog_prices
+
+    pricing = ours.service.pricing
+    assert pricing is not None
+    prices = catalog_prices() if catalogue else []
+    prices.append(ModelPrice(model_id=ScriptModel.model_id, input_price_per_1m=1.0, output_price_per_1m=2.0))
+    return await seed_model_prices(pricing, prices)
 
 
 # -- statement counting --------------------------------------------------------------------------
@@ -522,6 +538,13 @@ async def measure_all(
         if url is not None:
             await ours.run()  # warm-up, then one counted run
             counts[name] = await count_one_run(ours)
+        if name == "sqlite" and url is not None:  # the same case with a synced price table, and with one price
+            for label, catalogue in (("priced", False), ("catalogue", True)):
+                priced = Ours(f"{url.removesuffix('.db')}-{label}.db", steps, True)
+                await priced.start()
+                cleanups.insert(0, priced.close)
+                await seed_prices(priced, catalogue)
+                cases[f"sqlite {label}"] = priced.run
 
     if None in urls.values():  # the sync rows' floor: the same hops with no loop around them at all
         from agora_agent.tools import threads
@@ -571,6 +594,7 @@ async def measure_all(
         ratio_row(f"SQLite store ÷ Pydantic AI ({sync} tool)", f"sqlite {sync}", f"pai {sync}", "≤ 1.0 (0.5)")
     for sync in ("sync", "async"):
         ratio_row(f"PostgreSQL store ÷ Pydantic AI ({sync} tool)", f"postgres {sync}", f"pai {sync}", "≤ 1.0")
+    ratio_row("sqlite: a synced price table ÷ one price", "sqlite catalogue", "sqlite priced", "≈ 1")
     for name in urls:
         label = f"{name}: chat at {args.turns} prior turns ÷ at 1"
         ratio_row(label, f"{name} @{args.turns} turns", f"{name} @1 turn", "≤ 1.2")
