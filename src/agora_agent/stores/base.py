@@ -35,10 +35,10 @@ Contract highlights (every implementation must honour them):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from agora_agent._frozen import fast_init
 from agora_agent.actors import Actor
@@ -61,6 +61,8 @@ from agora_agent.records import (
     ToolCallStatus,
     UsageRecord,
 )
+
+_T = TypeVar("_T")
 
 __all__ = [
     "UNSET",
@@ -116,13 +118,18 @@ class QuotaReserve:
 
     def take(self) -> Awaitable[Reservation]:
         """Reserve on its own (`quota.reserve`; its awaitable, no coroutine around it)."""
-        return self.quota.reserve(
+        return self.call(self.quota.reserve)
+
+    def call(self, fn: Callable[..., _T], **extra: Any) -> _T:
+        """`fn` called with `QuotaStore.reserve`'s arguments (and `extra`): a store's own way to reserve them."""
+        return fn(
             self.actor,
             self.day,
             reservation_id=self.reservation_id,
             tokens=self.tokens,
             usd=self.usd,
             run_id=self.run_id,
+            **extra,
         )
 
 

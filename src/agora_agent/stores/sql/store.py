@@ -376,14 +376,7 @@ class SqlAgentStore:
         quota = reserve.quota
         if not (isinstance(quota, SqlQuotaStore) and quota.shares_transactions_with(self.engine)):
             return await self.append_and_load(message, after=after), None
-        planned = await quota.plan(
-            reserve.actor,
-            reserve.day,
-            reservation_id=reserve.reservation_id,
-            tokens=reserve.tokens,
-            usd=reserve.usd,
-            run_id=reserve.run_id,
-        )
+        planned = await reserve.call(quota.plan)
         if not planned.limits:  # nothing to hold: the reservation is granted as it is
             return await self.append_and_load(message, after=after), planned.reservation
         values = _new_message_values(message)
@@ -602,15 +595,7 @@ class SqlAgentStore:
             values=changes,
             missing=f"tool call {tool_call_id} of run {run_id} not found",
         )
-        return await quota.reserve(
-            reserve.actor,
-            reserve.day,
-            reservation_id=reserve.reservation_id,
-            tokens=reserve.tokens,
-            usd=reserve.usd,
-            run_id=reserve.run_id,
-            first=first,
-        )
+        return await reserve.call(quota.reserve, first=first)
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         params = {"_run_id": run_id, "_tool_call_id": tool_call_id}
