@@ -100,7 +100,8 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
     # keeps its place as a no-op (a replayed `load:thread` committed both). The first model call's reservation
     # joins that transaction where the store can (one commit for the three): `quota:reserve:0` then hands it on.
     await effect(hooks, "persist:user", _nothing)
-    first_ask = _ask(deps.quota, run, 0) if deps.quota is not None and deps.max_steps > 0 else None
+    folds = deps.quota is not None and deps.max_steps > 0 and hasattr(store, "append_load_and_reserve")
+    first_ask = _ask(deps.quota, run, 0) if folds and deps.quota is not None else None
     loaded = await hooks.step(
         "load:thread", lambda: load_history(store, run.thread_id, deps.history, append=user, reserve=first_ask)
     )
