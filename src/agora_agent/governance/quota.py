@@ -458,14 +458,16 @@ class MemoryQuotaStore:
         if won:
             self._pending[reservation_id] = won
 
-    def _close_by_scope(self, reservation: Reservation, tokens: int, usd: float) -> None:
-        """Close a reservation by its own scope entries (one not granted here as it is, e.g. a checkpoint's)."""
+    def _close_by_scope(self, reservation: Reservation, tokens: int, usd: float, *, held: bool = True) -> None:
+        """Close a reservation by its own scope entries (one not granted here as it is, e.g. a checkpoint's);
+        `held=False`: released already, only the usage is charged."""
         used: dict[tuple[str, str, str], tuple[int, float]] = {}
         for entry in reservation.scopes:
             counter = unpack_scope(entry, reservation.period_key)
             c = self._counter(*counter)  # a counter is never replaced
-            c.reserved_tokens -= reservation.tokens
-            c.reserved_usd -= reservation.usd
+            if held:
+                c.reserved_tokens -= reservation.tokens
+                c.reserved_usd -= reservation.usd
             c.used_tokens += tokens
             c.used_usd += usd
             used[counter] = (c.used_tokens, c.used_usd)
@@ -488,18 +490,10 @@ class MemoryQuotaStore:
         """`settle` for a model step, called once per step (when its message is new): a reservation released
         meanwhile — the expiry sweep under a slow model call — still charges the usage, as the step's usage row
         is written all the same; only its reserved part is gone already (the SQL stores' rule)."""
-        if reservation.id in self._open or not reservation.scopes or (tokens <= 0 and usd <= 0):
+        if reservation.id in self._open:
             self._close(reservation, tokens, usd)
-            return
-        used: dict[tuple[str, str, str], tuple[int, float]] = {}
-        for entry in reservation.scopes:
-            counter = unpack_scope(entry, reservation.period_key)
-            c = self._counter(*counter)
-            c.used_tokens += tokens
-            c.used_usd += usd
-            used[counter] = (c.used_tokens, c.used_usd)
-        if reservation.watch:
-            self._claim_crossings(reservation, used)
+        else:
+            self._close_by_scope(reservation, tokens, usd, held=False)
 
     async def release(self, reservation: Reservation) -> None:
         self._close(reservation, 0, 0.0)

@@ -83,9 +83,10 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
     persona = agent.persona(run.persona_id)
     system = await resolve_system_prompt(agent, persona, run.actor, run.page_context)
 
-    if deps.quota is not None and not run.quota_checked:
-        quota = deps.quota
-        await hooks.step("quota:check", lambda: quota.check(run.actor, run.day))
+    quota = deps.quota
+    if quota is not None and not run.quota_checked:
+        checked = quota
+        await hooks.step("quota:check", lambda: checked.check(run.actor, run.day))
 
     user = NewMessage(
         thread_id=run.thread_id,
@@ -100,8 +101,8 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
     # keeps its place as a no-op (a replayed `load:thread` committed both). The first model call's reservation
     # joins that transaction where the store can (one commit for the three): `quota:reserve:0` then hands it on.
     await effect(hooks, "persist:user", _nothing)
-    folds = deps.quota is not None and deps.max_steps > 0 and hasattr(store, "append_load_and_reserve")
-    first_ask = _ask(deps.quota, run, 0) if folds and deps.quota is not None else None
+    folds = deps.max_steps > 0 and hasattr(store, "append_load_and_reserve")
+    first_ask = _ask(quota, run, 0) if quota is not None and folds else None
     loaded = await hooks.step(
         "load:thread", lambda: load_history(store, run.thread_id, deps.history, append=user, reserve=first_ask)
     )
@@ -110,8 +111,7 @@ async def _open_run(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> tuple[Ru
     try:
         return await _open_rest(deps, run, hooks, persona, system, thread_title, history, first_reservation)
     except BaseException as exc:
-        if first_reservation is not None and deps.quota is not None and not handed_over(exc):
-            await deps.quota.release(first_reservation)  # no model call will settle it
+        await _release_unused(deps, first_reservation, exc)
         raise
 
 
@@ -182,10 +182,15 @@ async def _drive(deps: LoopDeps, run: RunInput, hooks: LoopHooks) -> LoopResult:
     except BaseException as exc:
         if state.pending is not None:  # a tool's result not written yet (its reservation never ran)
             await _flush(state, exc)
-        first = state.first_reservation
-        if first is not None and deps.quota is not None and not handed_over(exc):
-            await deps.quota.release(first)  # granted with the thread's read, failed before its model call
+        await _release_unused(deps, state.first_reservation, exc)
         raise
+
+
+async def _release_unused(deps: LoopDeps, reservation: Reservation | None, exc: BaseException) -> None:
+    """The first model call's reservation, granted with the thread's read, given back by a run that fails before
+    that call (unless the run goes on in another process, whose replay uses it)."""
+    if reservation is not None and deps.quota is not None and not handed_over(exc):
+        await deps.quota.release(reservation)
 
 
 async def _flush(state: RunState, exc: BaseException) -> None:

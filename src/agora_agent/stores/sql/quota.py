@@ -469,7 +469,7 @@ class SqlQuotaStore:
         is committed whatever the grant decides (a refusal commits it on its own), and a missing row grants
         nothing (`NotFoundError`)."""
         planned = await self.plan(actor, day, reservation_id=reservation_id, tokens=tokens, usd=usd, run_id=run_id)
-        reservation, limits, now = planned.reservation, planned.limits, planned.now
+        reservation, limits = planned.reservation, planned.limits
         if not limits:
             if first is not None:
                 await first.alone(self._units)
@@ -481,7 +481,7 @@ class SqlQuotaStore:
             self._grant(conn, planned)
 
         if self._postgres and len(limits) == 1:
-            if await self._reserve_one_statement(reservation, limits[0], now, first):
+            if await self._reserve_one_statement(planned, first):
                 return reservation
             first = None  # committed by that statement: the full unit below only decides the grant
         try:
@@ -546,13 +546,11 @@ class SqlQuotaStore:
             **_limit_params(planned.limits[0]),
         }
 
-    async def _reserve_one_statement(
-        self, reservation: Reservation, limit: Limit, now: datetime, first: RowUpdate | None
-    ) -> bool:
+    async def _reserve_one_statement(self, planned: PlannedReservation, first: RowUpdate | None) -> bool:
         """PostgreSQL, one limit, its counter there with headroom: the reservation (after `first`) as ONE
         statement in autocommit (`pg_steps.reserve_statement`). False when it granted nothing and the full unit
         must decide (`first` is committed then all the same)."""
-        planned = PlannedReservation(reservation=reservation, limits=(limit,), day=reservation.period_key, now=now)
+        limit = planned.limits[0]
         params = self.grant_params(planned)
         if first is not None:
             params.update(first.params())
