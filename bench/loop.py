@@ -148,7 +148,7 @@ class Ours:
 
     async def run(self, thread_id: str | None = None) -> None:
         started = await self.service.chat(ACTOR, "add things", thread_id=thread_id)
-        run = await self.service.wait_for_run(OBSERVER, started.run_id)
+        run = await self.service.wait_for_run(OBSERVER, started)  # checked against the row chat recorded
         assert run.status == "completed", run
 
 

@@ -150,3 +150,29 @@ async def test_the_gate_is_asked_once_per_caller_and_never_for_the_owner() -> No
         await service.get_thread(root, started.thread_id)
         await service.get_run(root, started.run_id)
         assert asked == ["root"]
+
+
+async def test_waiting_on_what_chat_returned_checks_its_run_without_reading_it_first() -> None:
+    script = sequence_script(
+        ScriptedTurn(tool_calls=[ToolCallRequest("refund", {"order_id": 1})]), ScriptedTurn(text="done")
+    )
+    config = AgentConfig(model=FakeModel(script), tools=[refund])
+    async with AgentService.from_config(config) as service:
+        started = await service.chat(ALICE, "refund order 1")
+        pending = await wait_for_tool_status(service, started.run_id, caller=ALICE)
+        reads: list[str] = []
+        get_run = service.store.get_run
+
+        async def counted(run_id: str) -> Any:
+            reads.append(run_id)
+            return await get_run(run_id)
+
+        service.store.get_run = counted  # type: ignore[method-assign]
+        with pytest.raises(ForbiddenError):  # refused at once, not after the parked run's 30 s
+            await service.wait_for_run(BOB, started)
+        assert reads == []
+        with pytest.raises(TimeoutError):  # the owner may wait: the run is parked on its approval
+            await service.wait_for_run(ALICE, started, timeout=0.01)
+        await service.approve(ALICE, started.run_id, pending.tool_call_id)
+        run = await service.wait_for_run(ALICE, started)
+        assert run.status == "completed" and reads[-1] == started.run_id  # the stored run, read after the wait

@@ -850,11 +850,18 @@ class AgentService:
         """The stored run. NotFoundError: unknown. ForbiddenError: someone else's and no grant covers it."""
         return await self._owned_run(Caller.of(caller), run_id)
 
-    async def wait_for_run(self, caller: Actor | Caller, run_id: str, *, timeout: float = 30) -> RunRecord:
-        """Wait until the run's task finishes in this process; returns the stored run.
-        NotFoundError / ForbiddenError as for `get_run`."""
+    async def wait_for_run(self, caller: Actor | Caller, run: str | ChatStarted, *, timeout: float = 30) -> RunRecord:
+        """Wait until the run (its id, or what `chat` returned) finishes in this process; returns the stored run.
+        NotFoundError / ForbiddenError as for `get_run`.
+
+        The caller's right to wait is checked before waiting; given `chat`'s `ChatStarted`, against the run row
+        it recorded (a run's owner and tenant never change), without reading it back — as `subscribe` does."""
         who = Caller.of(caller)
-        await self._owned_run(who, run_id)
+        if isinstance(run, ChatStarted) and run.run is not None:
+            run_id = (await self._owned(who, "run", run.run)).id
+        else:
+            run_id = run.run_id if isinstance(run, ChatStarted) else run
+            await self._owned_run(who, run_id)
         await self.runner.wait(run_id, timeout)
         return await self._owned_run(who, run_id)
 
