@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -130,13 +130,20 @@ class Ours:
     """An AgentService on one store; `run(thread_id)` is one chat to completion."""
 
     def __init__(
-        self, store: str | None, steps: int, sync_tool: bool, inline: bool = False, tool: object = None
+        self,
+        store: str | None,
+        steps: int,
+        sync_tool: bool,
+        inline: bool = False,
+        tool: object = None,
+        store_commit: Literal["sync", "effects"] = "sync",
     ) -> None:
         self.config = AgentConfig(
             model=ScriptModel(steps),
             tools=[tool or ((add_inline if inline else add) if sync_tool else add_async)],
             budget=Budget(tokens_per_actor=10**12),
             store=store,
+            store_commit=store_commit,
         )
         self.service = AgentService.from_config(self.config)
 
@@ -518,6 +525,14 @@ async def measure_all(
             services[key] = ours
             cleanups.insert(0, ours.close)
             cases[key] = ours.run
+        if name == "postgres" and url is not None:  # the opt-in: reservations' commits do not wait for the disk
+            for sync in (True, False):
+                key = f"postgres {'sync' if sync else 'async'} effects"
+                ours = Ours(url, steps, sync, store_commit="effects")
+                await ours.start()
+                services[key] = ours
+                cleanups.insert(0, ours.close)
+                cases[key] = ours.run
         if url is None:  # the same sync tool declared `@tool(blocking=False)`: no worker-thread hop
             inline = Ours(url, steps, True, inline=True)
             await inline.start()
@@ -594,6 +609,9 @@ async def measure_all(
         ratio_row(f"SQLite store ÷ Pydantic AI ({sync} tool)", f"sqlite {sync}", f"pai {sync}", "≤ 1.0 (0.5)")
     for sync in ("sync", "async"):
         ratio_row(f"PostgreSQL store ÷ Pydantic AI ({sync} tool)", f"postgres {sync}", f"pai {sync}", "≤ 1.0")
+    for sync in ("sync", "async"):
+        label = f'  the same, store_commit="effects" ({sync} tool)'
+        ratio_row(label, f"postgres {sync} effects", f"pai {sync}", "(opt-in)")
     ratio_row("sqlite: a synced price table ÷ one price", "sqlite catalogue", "sqlite priced", "≈ 1")
     for name in urls:
         label = f"{name}: chat at {args.turns} prior turns ÷ at 1"

@@ -17,7 +17,7 @@ run on a new thread, on a fresh database dropped afterwards) and every statement
 The rolled-back copies leave dead rows and consumed sequence values; the run is otherwise what it would be.
 Statements are named by their CTEs (`live+inserted+bumped+…`), or by the table a plain SELECT reads.
 
-    .venv/bin/python bench/pg_statements.py [--runs 20] [--explain [--show-plans]] [--show-sql]
+    .venv/bin/python bench/pg_statements.py [--runs 20] [--explain [--show-plans]] [--show-sql] [--store-commit effects]
 """
 
 from __future__ import annotations
@@ -175,6 +175,7 @@ async def main() -> None:
     parser.add_argument("--explain", action="store_true", help="EXPLAIN (ANALYZE, BUFFERS) each statement")
     parser.add_argument("--show-plans", action="store_true", help="with --explain: each statement's last plan")
     parser.add_argument("--show-sql", action="store_true", help="print each statement's SQL")
+    parser.add_argument("--store-commit", choices=("sync", "effects"), default="sync", help="AgentConfig.store_commit")
     parser.add_argument("--pg-admin-url", default=os.environ.get("AGORA_BENCH_PG", loop.PG_ADMIN))
     args = parser.parse_args()
 
@@ -184,7 +185,7 @@ async def main() -> None:
     url, drop = made
     observer = Observer(args.explain)
     direct.fetch_asyncpg = observer.fetch  # type: ignore[assignment]
-    ours = loop.Ours(url, args.steps, sync_tool=False)
+    ours = loop.Ours(url, args.steps, sync_tool=False, store_commit=args.store_commit)
     try:
         await ours.start()
         for _ in range(5):  # warm: connections kept, statements prepared, generic plans chosen

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agora_agent.actors import Actor, ActorResolver, UnconfiguredActorResolver
 from agora_agent.agents import AgentDefinition
+from agora_agent.errors import ConfigurationError
 from agora_agent.governance.directory import ActorDirectory
 from agora_agent.governance.pricing import PricingStore
 from agora_agent.governance.queries import GovernanceQueries
@@ -78,7 +79,9 @@ class AgentConfig:
     - `model`: a `ModelProvider`, a string such as `"openai:gpt-4o-mini"`, or a zero-argument factory.
     - `tools` / `tools_package`: tool objects or classes, and/or a package whose modules are scanned.
     - `store`: None (in memory), an `AgentStore`, or a URL (`"sqlite:///agent.db"`,
-      `"postgresql+asyncpg://…"`) for the SQL store.
+      `"postgresql+asyncpg://…"`) for the SQL store. `store_commit="effects"` (a PostgreSQL URL) lets a budget
+      reservation's commit return before its WAL flush, as it only precedes a model call; every commit before
+      an effect still waits (docs/persistence.md "Commits that wait for the disk"). Default `"sync"`: all wait.
     - `budget` (or a ready `quota` store) turns on budgets; with the memory or a SQL store its limits are the
       defaults and per-actor / per-tenant rules are stored and edited at run time (`governance/budgets`,
       docs/observability.md "Budgets as data"); `pricing` and `governance_queries` default to the twin of
@@ -129,6 +132,7 @@ class AgentConfig:
     default_agent: AgentDefinition = field(default_factory=AgentDefinition)
     agents: Sequence[AgentDefinition] = ()
     store: AgentStore | str | None = None
+    store_commit: Literal["sync", "effects"] = "sync"
     sink: TokenSink | None = None
     budget: Budget | None = None
     quota: QuotaStore | None = None
@@ -180,6 +184,13 @@ class AgentConfig:
     retrieval_filter: RetrievalFilter | None = acl_filter
 
     def __post_init__(self) -> None:
+        if self.store_commit not in ("sync", "effects"):
+            raise ConfigurationError(f'store_commit must be "sync" or "effects", not {self.store_commit!r}')
+        if self.store_commit != "sync" and not isinstance(self.store, str):
+            raise ConfigurationError(
+                "store_commit applies to a store given by its URL; "
+                "for a store object, pass store_commit to open_sql_backend() that built it"
+            )
         # Uploads on by default for the embedded SQLite deployment: files next to the database file.
         if self.attachment_staging is None and isinstance(self.store, str):
             directory = _sqlite_attachment_dir(self.store)

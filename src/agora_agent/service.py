@@ -206,7 +206,7 @@ class AgentService:
         if isinstance(store, str):
             from agora_agent.stores.sql import open_sql_backend
 
-            self._backend = await open_sql_backend(store)
+            self._backend = await open_sql_backend(store, store_commit=config.store_commit)
             self.store = self._backend.store
         elif store is not None:
             self.store = store

@@ -291,8 +291,19 @@ def row_update_cte(shape: RowShape) -> Any:
     return stmt.returning(table.c[shape[1][0]]).cte("written")
 
 
+def _without_flush_wait() -> Any:
+    """A result column that lets the statement's own commit return before its WAL reaches the disk
+    (`synchronous_commit=off` for this transaction only: `set_config(..., is_local => true)`; the setting is read
+    at commit, and the connection's own setting is untouched). For the statements whose commit only precedes a
+    model call (`SqlBackend` with `store_commit="effects"`): the next statement that precedes an effect waits for
+    its own flush, and the WAL is flushed in order, so that wait covers these commits too."""
+    return sa.literal_column("set_config('synchronous_commit', 'off', true)").label("flush_deferred")
+
+
 @cache
-def reserve_statement(tokens_limited: bool, usd_limited: bool, first: RowShape | None = None) -> sa.Executable:
+def reserve_statement(
+    tokens_limited: bool, usd_limited: bool, first: RowShape | None = None, defer_flush: bool = False
+) -> sa.Executable:
     """The common case of a one-limit budget reservation as one statement: `(granted, held)`.
 
     With `first`, the statement begins with that row update (`written`: whether it found its row), and grants
@@ -303,12 +314,15 @@ def reserve_statement(tokens_limited: bool, usd_limited: bool, first: RowShape |
     reservation's row does not exist yet (a retry after a lost commit reply grants nothing twice); the
     reservation row is written only when the counter grew. `held`: the row existed before the statement.
     Neither (no counter row yet this period, or no headroom): nothing was written, and the caller runs the
-    full unit, which seeds the counter from the ledger or builds the refusal.
+    full unit, which seeds the counter from the ledger or builds the refusal. `defer_flush`: its commit does not
+    wait for the WAL flush (`_without_flush_wait`: a reservation always precedes a model call).
     """
     written = None if first is None else row_update_cte(first)
     held, columns = grant_ctes(
         tokens_limited, usd_limited, () if written is None else (sa.exists(sa.select(*written.c)),)
     )
+    if defer_flush:
+        columns.append(_without_flush_wait())
     if written is None:
         return sa.select(*columns).add_cte(held)
     return sa.select(*columns, sa.exists(sa.select(*written.c)).label("written")).add_cte(written, held)
@@ -495,13 +509,18 @@ def append_and_load_statement(since: bool) -> sa.Executable:
 
 
 @cache
-def append_load_and_reserve_statement(since: bool, tokens_limited: bool, usd_limited: bool) -> sa.Executable:
+def append_load_and_reserve_statement(
+    since: bool, tokens_limited: bool, usd_limited: bool, defer_flush: bool = False
+) -> sa.Executable:
     """`append_and_load_statement` and a one-limit grant (`grant_ctes`, only into a live thread) as ONE statement:
     a run's user message, its thread's history and its first model call's reservation, one commit. The message
     is written whatever the grant decides; neither `granted` nor `held`: the caller takes the reservation on its
-    own (the full unit seeds a new period's counter or builds the refusal)."""
+    own (the full unit seeds a new period's counter or builds the refusal). `defer_flush`: as for
+    `reserve_statement` (the first model call follows)."""
     live, inserted, bumped = _message_into_live_thread("m_created_at_bump")
     held, grant = grant_ctes(tokens_limited, usd_limited, (sa.exists(sa.select(live.c.id)),))
+    if defer_flush:
+        grant.append(_without_flush_wait())
     outcome = [sa.exists(sa.select(live.c.id)).label("live"), sa.exists(sa.select(inserted.c.id)).label("inserted")]
     return sa.select(*outcome, *grant, *_thread_reads(since)).add_cte(inserted, bumped, held)
 

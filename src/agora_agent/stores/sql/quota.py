@@ -555,7 +555,10 @@ class SqlQuotaStore:
         if first is not None:
             params.update(first.params())
         stmt = reserve_statement(
-            limit.tokens is not None, limit.usd is not None, None if first is None else first.shape
+            limit.tokens is not None,
+            limit.usd is not None,
+            None if first is None else first.shape,
+            self._units.defer_flush,
         )
         outcome = (await self._units.one(stmt, params, write=True)).one()
         if first is not None and not outcome["written"]:

@@ -395,7 +395,9 @@ class SqlAgentStore:
             return await self.append_and_load(message, after=after), None
         limit = planned.limits[0]
         since = after is not None
-        stmt = pg_steps.append_load_and_reserve_statement(since, limit.tokens is not None, limit.usd is not None)
+        stmt = pg_steps.append_load_and_reserve_statement(
+            since, limit.tokens is not None, limit.usd is not None, self._units.defer_flush
+        )
         params = {**_append_and_load_params(values, after), **quota.grant_params(planned)}
         found = (await self._units.one(stmt, params, write=True)).one()
         history = await self._appended_history(found, values, since)

@@ -54,9 +54,12 @@ class Units(Protocol):
     """Runs units of work; `write=True` takes the write lock up front (BEGIN IMMEDIATE on SQLite).
 
     `sync_engine` is the engine whose events see every statement the units run (statement counts).
+    `defer_flush`: the statements whose commit only precedes a model call (budget reservations) return before
+    their WAL is flushed (`SqlBackend`'s `store_commit="effects"`; PostgreSQL only).
     """
 
     sync_engine: sa.Engine
+    defer_flush: bool
 
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T: ...
 
@@ -86,6 +89,7 @@ class AsyncUnits:
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT") if postgres else None
         self._idle: list[AsyncConnection] = []
         self._keep = _room_to_keep(engine.sync_engine.pool, self.KEEP) if postgres else 0
+        self.defer_flush = False
 
     def _reads_in_autocommit(self) -> bool:
         """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
@@ -205,6 +209,7 @@ class SqliteUnits:
     CHECKPOINT_EVERY = 500
     CHECKPOINT_BUSY_MS = 100
     WAL_TRUNCATE_BYTES = 64 * 1024 * 1024
+    defer_flush = False  # no commit waits for an fsync here already (WAL with synchronous=NORMAL)
 
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
