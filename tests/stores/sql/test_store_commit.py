@@ -8,6 +8,7 @@ stays `on`. What is stored is the same as with the default.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ import sqlalchemy as sa
 from agora_agent import Actor, AgentConfig, AgentService, Budget, ConfigurationError
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.stores.sql.units import units_for
-from agora_agent.testing import FakeModel
+from agora_agent.messages import ModelRequest
+from agora_agent.testing import FakeModel, ScriptedTurn
 from agora_agent.testing.helpers import OBSERVER
 from tests.stores.sql.test_step_statements import add, script
 
@@ -76,6 +78,9 @@ async def test_effects_defers_only_the_commits_before_a_model_call(postgres_url:
     assert any("run_ended" in s for s in flushed)  # the run's end
     assert any("started" in s for s in flushed)  # the run's start
     assert not any("granted" in s for s in flushed)
+    # each model step after a deferred commit is written only on the server that took it
+    steps = [s for s in flushed if "inserted" in s and "ledger" in s]
+    assert len(steps) == 3 and all("pg_postmaster_start_time()" in s for s in steps)
     assert stored["connection setting"] and set(stored["connection setting"]) == {"on"}  # per transaction only
 
     _, by_default = await _run(postgres_url, "sync")
@@ -101,3 +106,26 @@ async def test_store_commit_is_checked_at_configuration() -> None:
         AgentConfig(model=FakeModel(script), store_commit="effects")
     with pytest.raises(ConfigurationError, match="store_commit"):
         await open_sql_backend("sqlite://", store_commit="later")  # type: ignore[arg-type]
+
+
+async def test_a_model_step_is_not_written_on_a_server_restarted_after_a_deferred_commit(postgres_url: str) -> None:
+    """The server restarting between a deferred commit and the run's next model step (simulated: the start time
+    the deferred commit reported is made older than the server's) fails the run instead of writing the step on
+    top of what the restart may have lost."""
+    await (await open_sql_backend(postgres_url, auto_create_tables=True)).close()
+    units: list[Any] = []
+
+    def restarting(request: ModelRequest, index: int) -> ScriptedTurn:
+        for run_id in units[0].deferred_runs:  # the model call runs after the user message's deferred commit
+            units[0].deferred_runs[run_id] = datetime(2000, 1, 1, tzinfo=UTC)
+        return ScriptedTurn(text="written on a server that may have lost the message")
+
+    budget = Budget(tokens_per_actor=10**9)
+    config = AgentConfig(model=FakeModel(restarting), store=postgres_url, budget=budget, store_commit="effects")
+    async with AgentService.from_config(config) as service:
+        units.append(units_for(service._backend.engine))  # type: ignore[union-attr]
+        started = await service.chat(ALICE, "hello")
+        run = await service.wait_for_run(OBSERVER, started)
+        messages = await service.store.list_messages(started.thread_id)
+    assert run.status == "failed" and "restarted" in (run.error or ""), run
+    assert [m.role for m in messages] == ["user"]  # the step wrote nothing

@@ -99,15 +99,20 @@ def _insert_from(table: sa.Table, columns: Sequence[str], prefix: str, source: s
     return pg.insert(table).from_select(list(columns), select)
 
 
-def _message_into_live_thread(now_param: str, titled: bool = False) -> tuple[sa.CTE, sa.CTE, sa.CTE]:
+_SERVER_STARTED = sa.literal_column("pg_postmaster_start_time()", sa.DateTime(timezone=True))
+_SERVER_STARTED_BEFORE = sa.bindparam("_server_started", type_=sa.DateTime(timezone=True))
+
+
+def _message_into_live_thread(
+    now_param: str, titled: bool = False, guarded: bool = False
+) -> tuple[sa.CTE, sa.CTE, sa.CTE]:
     """The CTEs `live` (the thread, locked, if not deleted), `inserted` (the new message) and `bumped` (with
-    `titled`, renamed to `_title` too: a statement may change a row once)."""
-    live = (
-        sa.select(thread.c.id)
-        .where(thread.c.id == sa.bindparam("m_thread_id", type_=thread.c.id.type), thread.c.deleted_at.is_(None))
-        .with_for_update(key_share=True)
-        .cte("live")
-    )
+    `titled`, renamed to `_title` too: a statement may change a row once). `guarded`: `live` (and so every write
+    after it) also needs the server to be the one that took the run's last deferred commit (`_server_started`)."""
+    conditions = [thread.c.id == sa.bindparam("m_thread_id", type_=thread.c.id.type), thread.c.deleted_at.is_(None)]
+    if guarded:
+        conditions.append(_SERVER_STARTED == _SERVER_STARTED_BEFORE)
+    live = sa.select(thread.c.id).where(*conditions).with_for_update(key_share=True).cte("live")
     inserted = (
         _insert_from(message, _MESSAGE_COLUMNS, "m_", live)
         .on_conflict_do_nothing(index_elements=["id"])
@@ -126,7 +131,7 @@ def _message_into_live_thread(now_param: str, titled: bool = False) -> tuple[sa.
     return live, inserted, bumped
 
 
-def _outcome(live: sa.CTE, inserted: sa.CTE, *writes: sa.CTE, used: Any = None) -> sa.Executable:
+def _outcome(live: sa.CTE, inserted: sa.CTE, *writes: sa.CTE, used: Any = None) -> sa.Select[Any]:
     """`(live, inserted[, used])`: whether the thread was live, whether the message was new (and the settled
     counters' new used totals, as JSON `[[scope, key, period, tokens, usd], …]`)."""
     columns: list[Any] = [
@@ -158,13 +163,15 @@ def model_step_statement(
     approval: bool = False,
     run_end: tuple[str, ...] | None = None,
     titled: bool = False,
+    guarded: bool = False,
 ) -> sa.Executable:
     """`record_model_step` as one statement: settle `settle_scopes` counters (None: no settlement), message,
     thread bump, with `ledger` the usage row and its daily rollup, with `tool_call` the first tool call's audit
     row (and with `approval` its approval row), with `run_end` (the columns it sets) the run's end as
     `run_end_statement` writes it (with `titled`, the thread's new title) — all only if the message is new.
-    A duplicate tool call or approval fails the whole statement."""
-    live, inserted, bumped = _message_into_live_thread("now", titled)
+    A duplicate tool call or approval fails the whole statement. `guarded`: nothing is written unless the server
+    started at `_server_started` (the run's last deferred commit went there); `restarted` says it did not."""
+    live, inserted, bumped = _message_into_live_thread("now", titled, guarded)
     writes: list[sa.CTE] = [inserted, bumped]
     used: Any = None
     if settle_scopes:
@@ -222,7 +229,10 @@ def model_step_statement(
             writes.append(_insert_from(approval_table, _APPROVAL_COLUMNS, "a_", inserted).cte("parked"))
     if run_end is not None:
         writes += _run_end_ctes(run_end, sa.exists(sa.select(inserted.c.id)), prefix="run_")
-    return _outcome(live, inserted, *writes, used=used)
+    outcome = _outcome(live, inserted, *writes, used=used)
+    if guarded:
+        outcome = outcome.add_columns((_SERVER_STARTED != _SERVER_STARTED_BEFORE).label("restarted"))
+    return outcome
 
 
 def tool_call_params(values: Mapping[str, Any], approval: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -291,13 +301,19 @@ def row_update_cte(shape: RowShape) -> Any:
     return stmt.returning(table.c[shape[1][0]]).cte("written")
 
 
-def _without_flush_wait() -> Any:
-    """A result column that lets the statement's own commit return before its WAL reaches the disk
+def _without_flush_wait() -> list[Any]:
+    """Result columns that let the statement's own commit return before its WAL reaches the disk
     (`synchronous_commit=off` for this transaction only: `set_config(..., is_local => true)`; the setting is read
-    at commit, and the connection's own setting is untouched). For the statements whose commit only precedes a
-    model call (`SqlBackend` with `store_commit="effects"`): the next statement that precedes an effect waits for
-    its own flush, and the WAL is flushed in order, so that wait covers these commits too."""
-    return sa.literal_column("set_config('synchronous_commit', 'off', true)").label("flush_deferred")
+    at commit, and the connection's own setting is untouched), and name the server that took it (its start
+    time, `server_started`). For the statements whose commit only precedes a model call (`SqlBackend` with
+    `store_commit="effects"`): the next statement that precedes an effect — the model step — waits for its own
+    flush, and the WAL is flushed in order, so that wait covers these commits too. That model step is written
+    only on the same server (`model_step_statement(guarded=True)`): a server restarted in between may have lost
+    the deferred commit, and the run must not go on as if it had not."""
+    return [
+        sa.literal_column("set_config('synchronous_commit', 'off', true)").label("flush_deferred"),
+        _SERVER_STARTED.label("server_started"),
+    ]
 
 
 @cache
@@ -322,7 +338,7 @@ def reserve_statement(
         tokens_limited, usd_limited, () if written is None else (sa.exists(sa.select(*written.c)),)
     )
     if defer_flush:
-        columns.append(_without_flush_wait())
+        columns += _without_flush_wait()
     if written is None:
         return sa.select(*columns).add_cte(held)
     return sa.select(*columns, sa.exists(sa.select(*written.c)).label("written")).add_cte(written, held)
@@ -520,7 +536,7 @@ def append_load_and_reserve_statement(
     live, inserted, bumped = _message_into_live_thread("m_created_at_bump")
     held, grant = grant_ctes(tokens_limited, usd_limited, (sa.exists(sa.select(live.c.id)),))
     if defer_flush:
-        grant.append(_without_flush_wait())
+        grant += _without_flush_wait()
     outcome = [sa.exists(sa.select(live.c.id)).label("live"), sa.exists(sa.select(inserted.c.id)).label("inserted")]
     return sa.select(*outcome, *grant, *_thread_reads(since)).add_cte(inserted, bumped, held)
 

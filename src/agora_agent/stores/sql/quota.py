@@ -561,6 +561,7 @@ class SqlQuotaStore:
             self._units.defer_flush,
         )
         outcome = (await self._units.one(stmt, params, write=True)).one()
+        self._units.deferred(planned.reservation.run_id, outcome)
         if first is not None and not outcome["written"]:
             raise NotFoundError(first.missing)  # nothing written: the grant depends on the row
         return bool(outcome["granted"] or outcome["held"])  # granted now, or by an earlier attempt whose reply was lost

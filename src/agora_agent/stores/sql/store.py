@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agora_agent.errors import ConflictError, NotFoundError, QuotaExceededError
+from agora_agent.errors import ConflictError, NotFoundError, QuotaExceededError, StoreError
 from agora_agent.governance.quota import Reservation
 from agora_agent.messages import Attachment, ToolCall
 from agora_agent.records import (
@@ -400,6 +400,7 @@ class SqlAgentStore:
         )
         params = {**_append_and_load_params(values, after), **quota.grant_params(planned)}
         found = (await self._units.one(stmt, params, write=True)).one()
+        self._units.deferred(planned.reservation.run_id, found)
         history = await self._appended_history(found, values, since)
         return history, planned.reservation if found["granted"] or found["held"] else None
 
@@ -496,6 +497,8 @@ class SqlAgentStore:
             held = settlement.reservation
         approval_values = None if step.approval is None else _approval_values(step.approval)
         end = step.run_end
+        # After a commit that did not wait for the disk (store_commit="effects"), written only on the same server.
+        deferred_on = self._units.deferred_runs.pop(step.run_id, None) if step.run_id else None
         stmt = pg_steps.model_step_statement(
             None if held is None else len(held.scopes),
             step.ledger is not None,
@@ -503,6 +506,7 @@ class SqlAgentStore:
             approval=approval_values is not None,
             run_end=None if ending is None else tuple(sorted(ending)),
             titled=end is not None and end.thread_title is not None,
+            guarded=deferred_on is not None,
         )
         settle = None
         if held is not None and settlement is not None:
@@ -512,7 +516,14 @@ class SqlAgentStore:
             params.update(pg_steps.tool_call_params(_row(step.tool_call), approval_values))
         if end is not None and ending is not None:
             params.update(_run_end_params(end.run_id, ending, end.thread_title))
+        if deferred_on is not None:
+            params["_server_started"] = deferred_on
         outcome = (await self._units.one(stmt, params, write=True)).one()
+        if deferred_on is not None and outcome["restarted"]:
+            raise StoreError(
+                f"the PostgreSQL server restarted after run {step.run_id}'s last commit, which did not wait for the "
+                'disk (store_commit="effects") and may be lost: its model step is not written on top of it'
+            )
         _live_and_new(outcome, step.thread_id)
         if held is None or settlement is None:
             return
@@ -785,6 +796,7 @@ class SqlAgentStore:
         )
         if not self._postgres:
             return await self._write(partial(_run_end_unit, run_id, values, thread_title))
+        self._units.deferred_runs.pop(run_id, None)  # ended before its next model step (a failed model call)
         stmt = pg_steps.run_end_statement(tuple(sorted(values)), thread_title is not None)
         return bool(
             (await self._units.one(stmt, _run_end_params(run_id, values, thread_title), write=True)).one()["ended"]

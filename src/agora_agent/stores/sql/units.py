@@ -60,6 +60,12 @@ class Units(Protocol):
 
     sync_engine: sa.Engine
     defer_flush: bool
+    deferred_runs: dict[str, Any]
+
+    def deferred(self, run_id: str | None, outcome: Mapping[str, Any]) -> None:
+        """Note the server that took a run's commit which did not wait for the disk (`outcome["server_started"]`,
+        when the statement deferred its flush): the run's next model step is written only there."""
+        ...
 
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T: ...
 
@@ -90,6 +96,15 @@ class AsyncUnits:
         self._idle: list[AsyncConnection] = []
         self._keep = _room_to_keep(engine.sync_engine.pool, self.KEEP) if postgres else 0
         self.defer_flush = False
+        self.deferred_runs: dict[str, Any] = {}
+
+    def deferred(self, run_id: str | None, outcome: Mapping[str, Any]) -> None:
+        started = outcome.get("server_started")
+        if run_id is None or started is None:
+            return
+        if len(self.deferred_runs) >= 100_000:  # runs that ended without a next model step: forget the oldest
+            del self.deferred_runs[next(iter(self.deferred_runs))]
+        self.deferred_runs[run_id] = started
 
     def _reads_in_autocommit(self) -> bool:
         """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
@@ -211,6 +226,9 @@ class SqliteUnits:
     WAL_TRUNCATE_BYTES = 64 * 1024 * 1024
     defer_flush = False  # no commit waits for an fsync here already (WAL with synchronous=NORMAL)
 
+    def deferred(self, run_id: str | None, outcome: Mapping[str, Any]) -> None:
+        return
+
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
             url.set(drivername="sqlite+pysqlite"),
@@ -223,6 +241,7 @@ class SqliteUnits:
         self._worker: sa.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._writes = 0
+        self.deferred_runs: dict[str, Any] = {}  # stays empty: no statement defers its flush here
 
     @staticmethod
     def _in_transaction(conn: sa.Connection, fn: Callable[[sa.Connection], T], write: bool) -> T:
