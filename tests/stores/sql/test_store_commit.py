@@ -15,9 +15,9 @@ import pytest
 import sqlalchemy as sa
 
 from agora_agent import Actor, AgentConfig, AgentService, Budget, ConfigurationError
+from agora_agent.messages import ModelRequest
 from agora_agent.stores.sql import open_sql_backend
 from agora_agent.stores.sql.units import units_for
-from agora_agent.messages import ModelRequest
 from agora_agent.testing import FakeModel, ScriptedTurn
 from agora_agent.testing.helpers import OBSERVER
 from tests.stores.sql.test_step_statements import add, script
