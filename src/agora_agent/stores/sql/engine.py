@@ -95,10 +95,15 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
+# `json.dumps(value, default=..., ensure_ascii=False)` builds this encoder on every call (only a call without
+# options reuses the module's): a model step serialises a dozen JSON values, so it is built once.
+_ENCODER = json.JSONEncoder(default=_json_default, ensure_ascii=False)
+
+
 def dumps_json(value: Any) -> str:
     """JSON for a JSON column; a value that cannot be serialised is stored as null."""
     try:
-        return json.dumps(value, default=_json_default, ensure_ascii=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError):
         return "null"
 
