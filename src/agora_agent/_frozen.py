@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import types
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
-__all__ = ["fast_init"]
+__all__ = ["fast_init", "init_parameters"]
 
 C = TypeVar("C", bound=type)
 
@@ -35,6 +36,38 @@ _MEMBER = type(_Slot.__dict__["value"])  # the descriptor of a slot
 _DESCRIPTORS = (property, _MEMBER, types.GetSetDescriptorType)
 
 
+def init_parameters(
+    fields: Iterable[dataclasses.Field[Any]], env: dict[str, Any]
+) -> tuple[list[str], list[tuple[int, dataclasses.Field[Any], str | None, list[str]]]]:
+    """What a function generated like a dataclass's `__init__` needs from its `fields`: the parameter list (names,
+    defaults put in `env` as `_default_<i>` / `_factory_<i>`, a factory's parameter defaulting to `env["_FACTORY"]`,
+    `*` before the keyword-only ones) and, per field, `(i, field, value, prelude)`: the expression of its value
+    (None: the generated `__init__` leaves it unset) and the lines to run before storing it (a default factory)."""
+    positional: list[str] = []
+    keyword: list[str] = []
+    values: list[tuple[int, dataclasses.Field[Any], str | None, list[str]]] = []
+    for i, f in enumerate(fields):
+        default = ""
+        if f.default is not dataclasses.MISSING:
+            env[f"_default_{i}"] = f.default
+            default = f"=_default_{i}"
+        elif f.default_factory is not dataclasses.MISSING:
+            env[f"_factory_{i}"] = f.default_factory
+            default = "=_FACTORY"
+        value: str | None = f.name
+        prelude: list[str] = []
+        if not f.init:
+            value = f"_default_{i}" if f.default is not dataclasses.MISSING else None
+            if f.default_factory is not dataclasses.MISSING:
+                value = f"_factory_{i}()"
+        else:
+            (keyword if f.kw_only else positional).append(f"{f.name}{default}")
+            if default == "=_FACTORY":
+                prelude.append(f"    if {f.name} is _FACTORY:\n        {f.name} = _factory_{i}()")
+        values.append((i, f, value, prelude))
+    return [*positional, *(["*", *keyword] if keyword else [])], values
+
+
 def fast_init(cls: C) -> C:
     """Give the frozen dataclass `cls` an `__init__` that sets its fields without `object.__setattr__`."""
     params = getattr(cls, "__dataclass_params__", None)
@@ -43,31 +76,13 @@ def fast_init(cls: C) -> C:
     if any(getattr(f, "_field_type", None) is _INITVAR for f in getattr(cls, "__dataclass_fields__", {}).values()):
         return cls  # an InitVar: its value goes to __post_init__, not to a field
     env: dict[str, Any] = {"_FACTORY": _FACTORY}
-    positional: list[str] = []
-    keyword: list[str] = []
     body: list[str] = ["    _d = self.__dict__"]  # dropped below when every field is a slot
     in_dict = False
-    for i, f in enumerate(dataclasses.fields(cls)):
-        value = f.name
-        if f.default is not dataclasses.MISSING:
-            env[f"_default_{i}"] = f.default
-            default = f"=_default_{i}"
-        elif f.default_factory is not dataclasses.MISSING:
-            env[f"_factory_{i}"] = f.default_factory
-            default = "=_FACTORY"
-        else:
-            default = ""
-        if not f.init:
-            if f.default is not dataclasses.MISSING:
-                value = f"_default_{i}"
-            elif f.default_factory is not dataclasses.MISSING:
-                value = f"_factory_{i}()"
-            else:
-                return cls  # left unset by the generated __init__ too: keep that one
-        else:
-            (keyword if f.kw_only else positional).append(f"{f.name}{default}")
-            if f.default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
-                body.append(f"    if {f.name} is _FACTORY:\n        {f.name} = _factory_{i}()")
+    params, values = init_parameters(dataclasses.fields(cls), env)
+    for i, f, value, prelude in values:
+        if value is None:
+            return cls  # left unset by the generated __init__ too: keep that one
+        body += prelude
         owner = next((k for k in cls.__mro__ if f.name in k.__dict__), None)
         descriptor: Any = owner.__dict__[f.name] if owner is not None else None
         if type(descriptor) is _MEMBER:
@@ -82,8 +97,7 @@ def fast_init(cls: C) -> C:
         body.pop(0)
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
-    args = ["self", *positional, *(["*", *keyword] if keyword else [])]
-    source = f"def __init__({', '.join(args)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    source = f"def __init__({', '.join(['self', *params])}):\n" + ("\n".join(body) or "    pass") + "\n"
     exec(source, env)  # generated from the class's own fields, as dataclasses does
     init = env["__init__"]
     original = cls.__dict__.get("__init__")

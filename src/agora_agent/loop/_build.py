@@ -25,6 +25,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from agora_agent._frozen import init_parameters
+
 __all__ = ["constructor"]
 
 P = ParamSpec("P")
@@ -62,34 +64,15 @@ def _generate(cls: Any) -> Any:
         body = ["    self = _new(_cls)"]
     else:
         return None
-    positional: list[str] = []
-    keyword: list[str] = []
-    for i, f in enumerate(fields):
-        if getattr(f, "_field_type", None) is not _FIELD:  # a ClassVar: not a field
-            continue
-        value = f.name
-        default = ""
-        if f.default is not dataclasses.MISSING:
-            env[f"_default_{i}"] = f.default
-            default = f"=_default_{i}"
-        elif f.default_factory is not dataclasses.MISSING:
-            env[f"_factory_{i}"] = f.default_factory
-            default = "=_FACTORY"
-        if not f.init:
-            if f.default is not dataclasses.MISSING:
-                value = f"_default_{i}"
-            elif f.default_factory is not dataclasses.MISSING:
-                value = f"_factory_{i}()"
-            else:
-                continue  # left unset, as by the generated __init__
-        else:
-            (keyword if f.kw_only else positional).append(f"{f.name}{default}")
-            if default == "=_FACTORY":
-                body.append(f"    if {f.name} is _FACTORY:\n        {f.name} = _factory_{i}()")
+    fields = [f for f in fields if getattr(f, "_field_type", None) is _FIELD]  # a ClassVar is not a field
+    args, values = init_parameters(fields, env)
+    for _, f, value, prelude in values:
+        if value is None:
+            continue  # left unset, as by the generated __init__
+        body += prelude
         body.append(f"    self.{f.name} = {value}")
     if params.frozen:
         body.append("    self.__class__ = _cls")
-    args = [*positional, *(["*", *keyword] if keyword else [])]
     source = f"def build({', '.join(args)}):\n" + "\n".join(body) + "\n    return self\n"
     exec(source, env)  # generated from the class's own fields, as dataclasses does
     build = env["build"]
