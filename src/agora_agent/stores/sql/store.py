@@ -498,7 +498,7 @@ class SqlAgentStore:
         approval_values = None if step.approval is None else _approval_values(step.approval)
         end = step.run_end
         # After a commit that did not wait for the disk (store_commit="effects"), written only on the same server.
-        deferred_on = self._units.deferred_runs.pop(step.run_id, None) if step.run_id else None
+        deferred_on = self._units.take_deferred(step.run_id)
         stmt = pg_steps.model_step_statement(
             None if held is None else len(held.scopes),
             step.ledger is not None,
@@ -796,7 +796,7 @@ class SqlAgentStore:
         )
         if not self._postgres:
             return await self._write(partial(_run_end_unit, run_id, values, thread_title))
-        self._units.deferred_runs.pop(run_id, None)  # ended before its next model step (a failed model call)
+        self._units.take_deferred(run_id)  # ended before its next model step (a failed model call)
         stmt = pg_steps.run_end_statement(tuple(sorted(values)), thread_title is not None)
         return bool(
             (await self._units.one(stmt, _run_end_params(run_id, values, thread_title), write=True)).one()["ended"]

@@ -60,11 +60,14 @@ class Units(Protocol):
 
     sync_engine: sa.Engine
     defer_flush: bool
-    deferred_runs: dict[str, Any]
 
     def deferred(self, run_id: str | None, outcome: Mapping[str, Any]) -> None:
         """Note the server that took a run's commit which did not wait for the disk (`outcome["server_started"]`,
         when the statement deferred its flush): the run's next model step is written only there."""
+        ...
+
+    def take_deferred(self, run_id: str | None) -> Any:
+        """The server start time `deferred` noted for the run (None: nothing deferred since), forgotten now."""
         ...
 
     async def run(self, fn: Callable[[sa.Connection], T], *, write: bool, one_statement: bool = False) -> T: ...
@@ -105,6 +108,9 @@ class AsyncUnits:
         if len(self.deferred_runs) >= 100_000:  # runs that ended without a next model step: forget the oldest
             del self.deferred_runs[next(iter(self.deferred_runs))]
         self.deferred_runs[run_id] = started
+
+    def take_deferred(self, run_id: str | None) -> Any:
+        return None if run_id is None else self.deferred_runs.pop(run_id, None)
 
     def _reads_in_autocommit(self) -> bool:
         """READ COMMITTED (PostgreSQL's default, unless the engine or the server asks for another level)."""
@@ -229,6 +235,9 @@ class SqliteUnits:
     def deferred(self, run_id: str | None, outcome: Mapping[str, Any]) -> None:
         return
 
+    def take_deferred(self, run_id: str | None) -> Any:
+        return None
+
     def __init__(self, url: sa.URL) -> None:
         self._engine = sa.create_engine(
             url.set(drivername="sqlite+pysqlite"),
@@ -241,7 +250,6 @@ class SqliteUnits:
         self._worker: sa.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._writes = 0
-        self.deferred_runs: dict[str, Any] = {}  # stays empty: no statement defers its flush here
 
     @staticmethod
     def _in_transaction(conn: sa.Connection, fn: Callable[[sa.Connection], T], write: bool) -> T:
