@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from agora_agent._frozen import fast_init
+from agora_agent._frozen import constructor, fast_init
 from agora_agent.actors import Actor
 from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.budgets import (
@@ -91,6 +91,9 @@ class Reservation:
     run_id: str | None = None
     expires_at: datetime | None = None
     watch: tuple[tuple[Any, ...], ...] = ()
+
+
+_reservation = constructor(Reservation)  # a model step reserves once: made without the class call (`_frozen`)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -408,7 +411,7 @@ class MemoryQuotaStore:
         for c in plan.cells:
             c.reserved_tokens += tokens
             c.reserved_usd += usd
-        reservation = Reservation(
+        reservation = _reservation(
             id=reservation_id,
             scopes=plan.scopes,
             period_key=day,

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
+from agora_agent._frozen import constructor
 from agora_agent.errors import ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
-from agora_agent.loop._build import constructor
 from agora_agent.loop._state import PendingResult, RunState, now_utc, serialize_output, to_jsonable
 from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect, handed_over
 from agora_agent.messages import ToolCall, ToolResult
@@ -104,7 +104,7 @@ class OpenedCall:
     written: bool = False
 
 
-# What every tool call builds, made without the class call (`_build.constructor`: a class called with keywords
+# What every tool call builds, made without the class call (`_frozen.constructor`: a class called with keywords
 # turns them into a dict and back, some 70 ns a keyword on CPython 3.11; a tool call passes these about 60).
 _ui_session = constructor(UiSession)
 _tool_context = constructor(ToolContext)

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from agora_agent._frozen import constructor
 from agora_agent.agents import Persona, derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost, prices_for
 from agora_agent.governance.quota import QuotaStore, Reservation
-from agora_agent.loop._build import constructor
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, handed_over
@@ -299,7 +299,7 @@ class _StepWrite:
         self.done = True
 
 
-# The values every step builds, made without the class call (`_build.constructor`: a class called with keywords
+# The values every step builds, made without the class call (`_frozen.constructor`: a class called with keywords
 # turns them into a dict and back, some 70 ns a keyword on CPython 3.11; a step passes these about 70).
 _model_request = constructor(ModelRequest)
 _model_message = constructor(ModelMessage)

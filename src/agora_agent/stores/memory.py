@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
+from agora_agent._frozen import constructor
 from agora_agent._ids import new_id
 from agora_agent.errors import ConflictError, NotFoundError
 from agora_agent.governance.quota import MemoryQuotaStore, Reservation
@@ -45,6 +46,9 @@ _ONE_MICROSECOND = timedelta(microseconds=1)
 
 ToolCallKey = tuple[str, str]  # (run_id, tool_call_id)
 _R = TypeVar("_R")
+
+
+_message_record = constructor(MessageRecord)  # a message per step: made without the class call (`_frozen`)
 
 
 def _clone(record: _R) -> _R:
@@ -272,7 +276,7 @@ class MemoryAgentStore:
         if thread is None:
             raise NotFoundError(f"thread {thread_id} not found")
         now = self._now()
-        message = MessageRecord(
+        message = _message_record(
             id=message_id,
             thread_id=thread_id,
             role=role,

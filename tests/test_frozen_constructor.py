@@ -1,4 +1,4 @@
-"""`loop._build.constructor`: the same instance as the class call, for every class the loop builds that way."""
+"""`_frozen.constructor`: the same instance as the class call, for every class the loop builds that way."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from agora_agent import _frozen
+from agora_agent._frozen import constructor
 from agora_agent.actors import Actor
 from agora_agent.genui.session import UiSession
-from agora_agent.loop import _build, tool_calls, turn
-from agora_agent.loop._build import constructor
+from agora_agent.loop import tool_calls, turn
 from agora_agent.messages import ModelMessage, ModelRequest, ToolCall, ToolResult
 from agora_agent.records import ToolCallPatch, ToolCallRecord, UsageRecord
 from agora_agent.stores.base import ModelStep, QuotaReserve, QuotaSettlement, RunEnd
@@ -164,4 +165,4 @@ def test_the_loop_builds_its_step_values_this_way() -> None:
         (tool_calls._tool_context, ToolContext),
     ]:
         assert built is not cls and built.__name__ == f"build_{cls.__name__}", cls
-    assert _build.__all__ == ["constructor"]
+    assert "constructor" in _frozen.__all__
