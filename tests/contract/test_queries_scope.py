@@ -121,3 +121,17 @@ async def test_another_tenants_run_and_thread_are_unknown_under_a_scope(world: W
         assert await q.run_detail(world.runs[actor], scope=ACME) is None
         assert await q.thread_detail(world.threads[actor], scope=ACME) is None
         assert await q.run_detail(world.runs[actor]) is not None  # a global view sees them
+
+
+async def test_a_runs_usage_rows_are_its_detail_usage_and_scoped_like_it(world: World) -> None:
+    # the inspector reads only these (`run_usage`), not the whole `run_detail`
+    q = world.queries
+    run_usage = getattr(q, "run_usage", None)
+    assert run_usage is not None  # both bundled read models have it (the console needs it)
+    for actor in ("alice", "bob", "carol"):
+        detail = await q.run_detail(world.runs[actor])
+        assert detail is not None and detail.usage  # every run of this world made model calls
+        assert await run_usage(world.runs[actor]) == detail.usage
+    assert await run_usage(world.runs["alice"], scope=ACME) == (await q.run_detail(world.runs["alice"])).usage  # type: ignore[union-attr]
+    assert await run_usage(world.runs["bob"], scope=ACME) == []  # another tenant's run: no rows under acme
+    assert await run_usage("no-such-run") == []

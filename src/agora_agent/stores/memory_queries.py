@@ -237,27 +237,38 @@ class MemoryGovernanceQueries:
             return None
         messages = sorted((m for m in self._store.all_messages() if m.run_id == run_id), key=lambda m: m.created_at)
         calls = await self._store.list_tool_calls(run_id=run_id)
-        usage = sorted((u for u in self._store.all_usage() if u.run_id == run_id), key=lambda u: u.created_at)
         call_rows = [_tool_call_row(tc) for tc in calls]
         return RunDetail(
             run=run_summary(run),
             messages=[_message_row(m) for m in messages],
             tool_calls=call_rows,
             approvals=[row for row in call_rows if row.status == "pending_approval"],
-            usage=[
-                RunUsageRow(
-                    model_id=u.model_id,
-                    purpose=u.purpose,
-                    input_tokens=u.input_tokens,
-                    output_tokens=u.output_tokens,
-                    cost_usd=u.cost_usd,
-                    created_at=u.created_at,
-                    price_id=u.price_id,
-                    cost_source=u.cost_source,
-                )
-                for u in usage
-            ],
+            usage=await self.run_usage(run_id),
         )
+
+    async def run_usage(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunUsageRow]:
+        """The run's usage ledger rows, oldest first (`run_detail`'s `usage`: the inspector's)."""
+        usage = sorted(
+            (
+                u
+                for u in self._store.all_usage()
+                if u.run_id == run_id and (scope is None or scope.covers(u.tenant_ref))
+            ),
+            key=lambda u: u.created_at,
+        )
+        return [
+            RunUsageRow(
+                model_id=u.model_id,
+                purpose=u.purpose,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                cost_usd=u.cost_usd,
+                created_at=u.created_at,
+                price_id=u.price_id,
+                cost_source=u.cost_source,
+            )
+            for u in usage
+        ]
 
     async def pending_approvals(
         self, *, actor: str | None = None, limit: int = 50, scope: GovernanceScope | None = None

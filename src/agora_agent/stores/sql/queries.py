@@ -379,31 +379,19 @@ class SqlGovernanceQueries:
                 .mappings()
                 .all()
             )
-            usage = (
-                (await conn.execute(sa.select(token_usage).where(_u.run_id == run_id).order_by(_u.created_at, _u.id)))
-                .mappings()
-                .all()
-            )
+            usage = (await conn.execute(_run_usage_stmt(run_id, None))).mappings().all()
         tool_calls = [_tool_call_row(c) for c in calls]
         return RunDetail(
             run=_run_summary(head),
             messages=[_message_row(m) for m in messages],
             tool_calls=tool_calls,
             approvals=[c for c in tool_calls if c.status == "pending_approval"],
-            usage=[
-                RunUsageRow(
-                    model_id=u["model_id"],
-                    purpose=u["purpose"],
-                    input_tokens=u["input_tokens"],
-                    output_tokens=u["output_tokens"],
-                    cost_usd=u["cost_usd"],
-                    created_at=u["created_at"],
-                    price_id=u["price_id"],
-                    cost_source=u["cost_source"],
-                )
-                for u in usage
-            ],
+            usage=[_usage_row(u) for u in usage],
         )
+
+    async def run_usage(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunUsageRow]:
+        """The run's usage ledger rows, oldest first (`run_detail`'s `usage`, in one query: the inspector's)."""
+        return [_usage_row(u) for u in await self._rows(_run_usage_stmt(run_id, scope))]
 
     async def pending_approvals(
         self, *, actor: str | None = None, limit: int = DEFAULT_LIMIT, scope: GovernanceScope | None = None
@@ -717,3 +705,22 @@ def _offset(cursor: str | None) -> int:
         return max(int(cursor), 0) if cursor else 0
     except ValueError:
         return 0
+
+
+def _run_usage_stmt(run_id: str, scope: GovernanceScope | None) -> sa.Select[Any]:
+    return (
+        sa.select(token_usage).where(_u.run_id == run_id, *_tenant(_u.tenant_ref, scope)).order_by(_u.created_at, _u.id)
+    )
+
+
+def _usage_row(u: sa.RowMapping) -> RunUsageRow:
+    return RunUsageRow(
+        model_id=u["model_id"],
+        purpose=u["purpose"],
+        input_tokens=u["input_tokens"],
+        output_tokens=u["output_tokens"],
+        cost_usd=u["cost_usd"],
+        created_at=u["created_at"],
+        price_id=u["price_id"],
+        cost_source=u["cost_source"],
+    )
