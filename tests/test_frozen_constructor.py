@@ -11,13 +11,19 @@ from typing import Any, ClassVar
 
 import pytest
 
-from agora_agent import _frozen
+from agora_agent import _frozen, service
 from agora_agent._frozen import constructor
 from agora_agent.actors import Actor
 from agora_agent.genui.session import UiSession
+from agora_agent.governance import quota
+from agora_agent.governance.quota import Reservation
 from agora_agent.loop import tool_calls, turn
+from agora_agent.loop._state import RunState
+from agora_agent.loop.interface import LoopDeps, RunInput
 from agora_agent.messages import ModelMessage, ModelRequest, ToolCall, ToolResult
-from agora_agent.records import ToolCallPatch, ToolCallRecord, UsageRecord
+from agora_agent.records import MessageRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
+from agora_agent.service import ChatStarted
+from agora_agent.stores import memory
 from agora_agent.stores.base import ModelStep, QuotaReserve, QuotaSettlement, RunEnd
 from agora_agent.streaming.frames import ToolFrame
 from agora_agent.tools.context import ToolContext
@@ -55,6 +61,16 @@ CASES: list[tuple[type, dict[str, Any]]] = [
     (ToolCallPatch, {"status": "executed", "output": 3, "execution_ms": 0}),
     (ToolContext, {"actor": ACTOR, "thread_id": "t", "run_id": "r", "tool_call_id": "c"}),
     (UiSession, {"write": _write, "actor": ACTOR}),
+    (
+        Reservation,
+        {"id": "r:0", "scopes": (("actor", "u1", "2026-01-02"),), "period_key": "2026-01-02", "tokens": 9}
+        | {"usd": 0.0, "run_id": "r", "expires_at": NOW, "watch": (("actor", "u1", "2026-01-02", "tokens", 10, 0.8),)},
+    ),
+    (MessageRecord, {"id": "m", "thread_id": "t", "role": "user", "content": "hi", "run_id": "r", "created_at": NOW}),
+    (ThreadRecord, {"id": "t", "actor_ref": "u1", "title": "New chat", "created_at": NOW, "updated_at": NOW}),
+    (RunRecord, {"id": "r", "thread_id": "t", "agent_name": "a", "actor_ref": "u1", "started_at": NOW}),
+    (RunInput, {"run_id": "r", "thread_id": "t", "actor": ACTOR, "user_text": "hi", "day": "2026-01-02"}),
+    (ChatStarted, {"run_id": "r", "thread_id": "t"}),
 ]
 
 
@@ -163,6 +179,14 @@ def test_the_loop_builds_its_step_values_this_way() -> None:
         (tool_calls._tool_frame, ToolFrame),
         (tool_calls._tool_call_record, ToolCallRecord),
         (tool_calls._tool_context, ToolContext),
+        (turn._run_state, RunState),
+        (quota._reservation, Reservation),
+        (memory._message_record, MessageRecord),
+        (memory._thread_record, ThreadRecord),
+        (service._run_record, RunRecord),
+        (service._run_input, RunInput),
+        (service._loop_deps, LoopDeps),
+        (service._chat_started, ChatStarted),
     ]:
         assert built is not cls and built.__name__ == f"build_{cls.__name__}", cls
     assert "constructor" in _frozen.__all__

@@ -131,7 +131,7 @@ async def _open_rest(
     store = deps.store
     writer = await hooks.open_sink()
     allow_list = effective_allow_list(agent, persona)
-    state = RunState(
+    state = _run_state(
         deps=deps,
         run=run,
         hooks=hooks,
@@ -142,7 +142,7 @@ async def _open_rest(
             run.actor,
             policy=deps.policy,
             allow_list=allow_list,
-            describe_ctx=DescribeContext(actor=run.actor, thread_id=run.thread_id, agent=agent.name),
+            describe_ctx=_describe_context(actor=run.actor, thread_id=run.thread_id, agent=agent.name),
         ),
         delegation_names=agent.delegation_names(),
         retrieved=partial(deps.telemetry.retrieved, run, agent.name),
@@ -309,6 +309,8 @@ _model_step_of = constructor(ModelStep)
 _usage_record = constructor(UsageRecord)
 _run_end_of = constructor(RunEnd)
 _step_write = constructor(_StepWrite)
+_run_state = constructor(RunState)  # and once per run
+_describe_context = constructor(DescribeContext)
 
 
 async def _nothing() -> None:

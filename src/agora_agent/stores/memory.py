@@ -48,7 +48,9 @@ ToolCallKey = tuple[str, str]  # (run_id, tool_call_id)
 _R = TypeVar("_R")
 
 
-_message_record = constructor(MessageRecord)  # a message per step: made without the class call (`_frozen`)
+# a message per step, a thread per new chat: made without the class call (`_frozen.constructor`)
+_message_record = constructor(MessageRecord)
+_thread_record = constructor(ThreadRecord)
 
 
 def _clone(record: _R) -> _R:
@@ -115,7 +117,7 @@ class MemoryAgentStore:
         if spec.thread_id is not None and spec.thread_id in self._threads:
             raise ConflictError(f"thread {spec.thread_id} already exists")
         now = self._now()
-        thread = ThreadRecord(
+        thread = _thread_record(
             id=spec.thread_id or new_id(),
             actor_ref=spec.actor_ref,
             tenant_ref=spec.tenant_ref,
