@@ -127,7 +127,7 @@ async def test_a_runs_usage_rows_are_its_detail_usage_and_scoped_like_it(world: 
     # the inspector reads only these (`run_usage`), not the whole `run_detail`
     q = world.queries
     run_usage = getattr(q, "run_usage", None)
-    assert run_usage is not None  # both bundled read models have it (the console needs it)
+    assert run_usage is not None  # both bundled read models have it (the run inspector reads it)
     for actor in ("alice", "bob", "carol"):
         detail = await q.run_detail(world.runs[actor])
         assert detail is not None and detail.usage  # every run of this world made model calls

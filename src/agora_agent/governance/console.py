@@ -69,10 +69,6 @@ class ConsoleQueries(Protocol):
 
     async def child_runs(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunSummaryRow]: ...
 
-    async def run_usage(self, run_id: str, *, scope: GovernanceScope | None = None) -> list[RunUsageRow]:
-        """The run's usage ledger rows, oldest first (what `run_detail` holds as `usage`)."""
-        ...
-
     async def audit_rows(
         self, start: datetime, end: datetime, limit: int = 10_000, *, scope: GovernanceScope | None = None
     ) -> list[ToolCallAuditRow]: ...
@@ -117,8 +113,19 @@ def _ms(a: datetime, b: datetime) -> int:
 
 
 def _console(queries: GovernanceQueries) -> ConsoleQueries | None:
-    console = all(hasattr(queries, name) for name in ("child_runs", "audit_rows", "run_usage"))
-    return queries if console else None  # type: ignore[return-value]
+    return queries if hasattr(queries, "child_runs") and hasattr(queries, "audit_rows") else None  # type: ignore[return-value]
+
+
+async def _run_usage(queries: GovernanceQueries, run_id: str, scope: GovernanceScope | None) -> list[RunUsageRow]:
+    """The run's usage ledger rows: the read model's `run_usage` (one query; both bundled ones have it) where it
+    exists, else `run_detail`'s — which reads the run, its messages and calls too, all of which the inspector
+    reads from the store anyway."""
+    run_usage = getattr(queries, "run_usage", None)
+    if run_usage is not None:
+        rows: list[RunUsageRow] = await run_usage(run_id, scope=scope)
+        return rows
+    detail = await queries.run_detail(run_id, scope=scope)
+    return list(detail.usage) if detail is not None else []
 
 
 StepAdder = Any  # the `add` closure of `inspect_run`: (kind, id, name, status, start, end, **detail) -> InspectorStep
@@ -139,16 +146,10 @@ async def inspect_run(
     record = await store.get_run(run_id)
     if record is None or (scope is not None and not scope.covers(record.tenant_ref)):
         return None
-    console = _console(queries)
-    # Only the usage rows come from the read model: the run, its messages and calls are the store's (run_detail
-    # would read all four again, several times what the inspector needs).
-    if console is not None:
-        usage = await console.run_usage(run_id, scope=scope)
-    else:
-        detail = await queries.run_detail(run_id, scope=scope)
-        usage = list(detail.usage) if detail is not None else []
+    usage = await _run_usage(queries, run_id, scope)
     messages = await store.list_messages(record.thread_id, run_id=run_id)
     calls = await store.list_tool_calls(run_id=run_id)
+    console = _console(queries)
     children = await console.child_runs(run_id, scope=scope) if console is not None and _depth < MAX_DEPTH else []
     t0 = record.started_at
     steps: list[InspectorStep] = []
