@@ -47,7 +47,8 @@ def demo(
     typer.echo(f"agora-agent demo — {setup.model_label}")
     typer.echo(f"  Chat:       {base}/agent/ui/")
     typer.echo(f"  Dashboard:  {base}/agent/dashboard/   (sign in as carol, the admin, in the chat page first)")
-    typer.echo(f"  Data:       {db} (agent store), {setup.shop_path} (shop)")
+    help_file = f", {setup.help_centre.path} (help centre)" if setup.help_centre.path else ""
+    typer.echo(f"  Data:       {db} (agent store), {setup.shop_path} (shop){help_file}")
     if durable:
         typer.echo(f"  Durable:    every run is a DBOS workflow ({db}.dbos.sqlite); kill -9 me mid-run and restart")
     typer.echo("  Users:      alice (support @ acme), bob (member @ globex), carol (admin @ acme) — demo-only login")

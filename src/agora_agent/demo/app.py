@@ -132,7 +132,7 @@ def build_demo(
         label = f"Model: {getattr(model, 'model_id', None) or type(model).__name__}"
 
     identity = DemoIdentity()
-    # The help centre lives in the agent store's own SQLite file (the embedded default for retrieval).
+    # The help centre's chunks live in demo-rag.db beside the agent store's file (the embedded default).
     help_centre = HelpCentre(db)
     search_help = knowledge_tool(
         help_centre.retriever,

@@ -115,6 +115,7 @@ class HelpCentre:
 
     def __init__(self, db_path: Path | None = None) -> None:
         self.store, self.kind = _open_store(db_path)
+        self.path: Path | None = getattr(self.store, "path", None)  # its SQLite file (None: in memory)
         self.embedder = HashingEmbedder(256)
         self.retriever = HybridRetriever([EmbeddingRetriever(self.embedder, self.store), KeywordRetriever(self.store)])
 
@@ -137,8 +138,10 @@ def _open_store(db_path: Path | None) -> tuple[VectorStore, str]:
         try:
             from agora_agent.rag.sqlite_store import SqliteVectorStore
 
-            SqliteVectorStore(db_path)._connect().close()  # fail now (extra missing) rather than at the first chat
-            return SqliteVectorStore(db_path), "sqlite-vec"
-        except (ConfigurationError, ImportError):
-            logger.info("help centre: the rag extra is not installed; using the in-memory vector store")
+            # Its own file beside the agent store's (demo.db -> demo-rag.db): see SqliteVectorStore's docstring.
+            store = SqliteVectorStore.beside(db_path)
+            store.probe()  # fail now (extra missing) rather than at the first chat
+            return store, "sqlite-vec"
+        except (ConfigurationError, ImportError) as exc:
+            logger.info("help centre: %s; using the in-memory vector store", exc)
     return MemoryVectorStore(), "memory"

@@ -2,7 +2,8 @@
 
 - embedder: `hashing` (64-d), `hashing:256`, `local` (all-MiniLM-L6-v2, the rag-local extra) or
   `openai:<model>` (OPENAI_API_KEY / OPENAI_BASE_URL, like the chat adapter);
-- store: a SQLite URL (the agent store's file: `sqlite:///agent.db`) or a PostgreSQL URL (pgvector).
+- store: a SQLite URL (the agent store's, `sqlite:///agent.db`: the chunks go to `agent-rag.db` beside it) or a
+  PostgreSQL URL (pgvector).
 """
 
 from __future__ import annotations

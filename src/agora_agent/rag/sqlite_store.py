@@ -1,23 +1,32 @@
-"""`SqliteVectorStore`: chunks and vectors in a SQLite file — by default the agent store's own file — with
-sqlite-vec's distance functions for search and FTS5 `bm25()` for keyword search (the `rag` extra).
+"""`SqliteVectorStore`: chunks and vectors in a SQLite file — by default one beside the agent store's file
+(`agent.db` → `agent-rag.db`) — with sqlite-vec's distance functions for search and FTS5 `bm25()` for
+keyword search (the `rag` extra).
 
 Python's bundled `sqlite3` is often built without extension loading (it is here), so this store opens its
 own connection through `pysqlite3` (a DB-API twin of `sqlite3` with a current SQLite that can load
-extensions) and loads sqlite-vec into it. WAL mode and a busy timeout let it share the file with the agent
-store's connections. Search is exact (sqlite-vec scans the vectors in C), which is fast enough for about
-10⁵ chunks per model; past that use pgvector. The filter, `min_score` and `model_id` are all in the WHERE.
+extensions) and loads sqlite-vec into it. That is a second SQLite library in the process, and two libraries
+must never open the same file: SQLite's POSIX locks are per process, so neither sees the other's
+connections — closing the last pysqlite3 connection deleted the WAL the agent store's connection was still
+writing, and its commits since were lost at the next restart (sqlite.org/howtocorrupt.html §2.2.1;
+tests/rag/test_sqlite_file.py). So the store refuses the agent store's own file, and `beside()` / `for_url()`
+put it in a file of its own (copying, once, the chunks an earlier release kept in the agent store's file).
+Search is exact (sqlite-vec scans the vectors in C), which is fast enough for about 10⁵ chunks per model;
+past that use pgvector. The filter, `min_score` and `model_id` are all in the WHERE.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
+import sqlite3
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agora_agent import _sqlite_files
 from agora_agent.errors import ConfigurationError
 from agora_agent.rag.filters import apply_metadata_patch, assert_removal_filter, effective_patch_keys, filter_denies_all
 from agora_agent.rag.sql_filters import sqlite_filter_sql
@@ -26,9 +35,11 @@ from agora_agent.rag.types import ChunkRecord, Passage, document_id_of
 
 __all__ = ["SqliteVectorStore"]
 
+logger = logging.getLogger("agora_agent.rag")
 T = TypeVar("T")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INSTALL = "the SQLite vector store needs the rag extra: pip install 'agora-agent[rag]'"
+_AGENT_TABLE = "agent_thread"  # present in every agent store's file (its first migration)
 
 
 # `tenant_ref` is in (almost) every access filter: its string value is copied to an indexed column so a
@@ -49,7 +60,8 @@ def _pack(vector: Sequence[float]) -> bytes:
 class SqliteVectorStore:
     """A `VectorStore` in a SQLite file (`path`), table `table` (created on first use), metric cosine or l2.
 
-    `SqliteVectorStore.for_url("sqlite:///agent.db")` takes the agent store's URL, so both live in one file.
+    `SqliteVectorStore.for_url("sqlite:///agent.db")` takes the agent store's URL and keeps the chunks in
+    `agent-rag.db` beside it; `path` itself must not be the agent store's file (see the module docstring).
     """
 
     def __init__(self, path: str | Path, *, table: str = "agent_rag_chunks", metric: Metric = "cosine") -> None:
@@ -66,16 +78,35 @@ class SqliteVectorStore:
         self.metric: Metric = metric
         self._conn: Any = None
         self._lock = asyncio.Lock()
+        self._copy_from: Path | None = None  # set by beside(): the agent store's file an earlier release used
+
+    @classmethod
+    def beside(cls, agent_db: str | Path, **options: Any) -> SqliteVectorStore:
+        """The store in its own file next to the agent store's `agent_db` (`agent.db` → `agent-rag.db`).
+
+        The first time that file is made, the chunks an earlier release kept in `agent_db` itself are copied
+        into it (they stay where they were too; drop that table when you no longer need it).
+        """
+        agent = Path(agent_db)
+        store = cls(agent.with_name(f"{agent.stem}-rag{agent.suffix or '.db'}"), **options)
+        store._copy_from = agent
+        return store
 
     @classmethod
     def for_url(cls, url: str, **options: Any) -> SqliteVectorStore:
-        """The store in the file of a SQLite URL (`sqlite:///agent.db`, `sqlite+aiosqlite:///…`)."""
+        """`beside()` the file of the agent store's SQLite URL (`sqlite:///agent.db`, `sqlite+aiosqlite:///…`)."""
         from sqlalchemy.engine import make_url
 
         parsed = make_url(url)
-        if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
             raise ConfigurationError(f"not a SQLite file URL: {parsed.render_as_string(hide_password=True)}")
-        return cls(parsed.database, **options)
+        return cls.beside(parsed.database, **options)
+
+    def probe(self) -> None:
+        """Open the file and close it again, now: `ConfigurationError` if the `rag` extra is missing or the
+        file is refused (the agent store's own), instead of at the first search."""
+        self._connect().close()
+        _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
 
     # -- connection --------------------------------------------------------------------------------
 
@@ -85,6 +116,30 @@ class SqliteVectorStore:
             import sqlite_vec
         except ImportError:
             raise ConfigurationError(_INSTALL) from None
+        if _AGENT_TABLE in _tables(self.path):
+            raise ConfigurationError(
+                f"{self.path} is the agent store's SQLite file: the vector store opens it through pysqlite3, a second "
+                "SQLite library in this process, and two libraries on one file lose each other's writes "
+                "(sqlite.org/howtocorrupt.html). Use SqliteVectorStore.beside() or .for_url() with the agent "
+                f"store's file: the chunks go to {self.path.stem}-rag{self.path.suffix or '.db'}, and those "
+                "stored here are copied there"
+            )
+        _sqlite_files.check(self.path, _sqlite_files.PYSQLITE3)  # the agent store has it open in this process
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        _sqlite_files.claim(self.path, _sqlite_files.PYSQLITE3)
+        try:
+            conn = self._open(sqlite, sqlite_vec)
+        except BaseException:
+            _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
+            raise
+        if new and self._copy_from is not None and self.table in _tables(self._copy_from):
+            copied = self._copy_chunks(conn, self._copy_from)
+            logger.info(
+                "rag: copied %d chunks from %s (table %s) into %s", copied, self._copy_from, self.table, self.path
+            )
+        return conn
+
+    def _open(self, sqlite: Any, sqlite_vec: Any) -> Any:
         conn = sqlite.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0)
         conn.enable_load_extension(True)
         sqlite_vec.load(conn)
@@ -133,6 +188,21 @@ class SqliteVectorStore:
         )
         return conn
 
+    def _copy_chunks(self, conn: Any, source: Path) -> int:
+        """The chunks of `source`'s table (an earlier release's, in the agent store's file) into this file."""
+        t = self.table
+        with _peek(source) as old:  # tenant_key is recomputed from the metadata: older tables lack the column
+            rows = old.execute(
+                f"SELECT id, document_id, text, source, metadata, model_id, dims, embedding FROM {t} ORDER BY rid"
+            ).fetchall()
+        with _transaction(conn):
+            conn.executemany(
+                f"INSERT OR IGNORE INTO {t} (id, document_id, text, source, metadata, model_id, dims, embedding, "
+                "tenant_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*row, _tenant_key(json.loads(row[4]))) for row in rows],
+            )
+        return len(rows)
+
     async def _run(self, fn: Callable[[Any], T]) -> T:
         # One connection, one statement sequence at a time, off the event loop.
         async with self._lock:
@@ -145,7 +215,10 @@ class SqliteVectorStore:
         async with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
-                await asyncio.to_thread(conn.close)
+                try:
+                    await asyncio.to_thread(conn.close)
+                finally:
+                    _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -277,6 +350,31 @@ class SqliteVectorStore:
 
     async def count(self) -> int:
         return await self._run(lambda conn: int(conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]))
+
+
+class _peek:
+    """A look at a SQLite file through CPython's `sqlite3` — the agent store's own library, so it cannot
+    disturb the agent store's connections — opened immutable: no locks, no WAL, nothing written or deleted."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.conn
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+
+def _tables(path: Path) -> set[str]:
+    """The tables in `path`'s main file ({} when there is no such file or it is not a readable database)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return set()
+    try:
+        with _peek(path) as conn:
+            return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return set()
 
 
 class _transaction:

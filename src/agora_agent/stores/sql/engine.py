@@ -161,6 +161,24 @@ def _replace_nul(
     return statement, _without_nul(parameters)
 
 
+def _claim_file(sync_engine: sa.Engine, database: str) -> None:
+    from agora_agent import _sqlite_files
+
+    @sa.event.listens_for(sync_engine, "do_connect")
+    def _before_connect(*_args: Any) -> None:  # before the driver opens the file
+        _sqlite_files.check(database, _sqlite_files.CPYTHON)
+
+    @sa.event.listens_for(sync_engine, "connect")
+    def _opened(*_args: Any) -> None:
+        _sqlite_files.claim(database, _sqlite_files.CPYTHON)
+
+    @sa.event.listens_for(sync_engine, "close")
+    def _closed(*_args: Any) -> None:
+        _sqlite_files.release(database, _sqlite_files.CPYTHON)
+
+    sa.event.listen(sync_engine, "close_detached", _closed)
+
+
 def _make_parent_dir(database: str) -> None:
     """Create the directory of a SQLite file (`sqlite:///.agora/agent.db` on a fresh checkout)."""
     from pathlib import Path
@@ -175,7 +193,14 @@ def _make_parent_dir(database: str) -> None:
 
 
 def configure_sqlite(sync_engine: sa.Engine, *, wal: bool) -> None:
-    """WAL, busy timeout and foreign keys on every connection; BEGIN IMMEDIATE for write transactions."""
+    """WAL, busy timeout and foreign keys on every connection; BEGIN IMMEDIATE for write transactions.
+
+    A file database is claimed for CPython's sqlite3 while a connection is open on it, and refused while
+    another SQLite library (the vector store's pysqlite3) has it open: see `agora_agent._sqlite_files`.
+    """
+    database = sync_engine.url.database
+    if database not in (None, "", ":memory:") and "mode=memory" not in str(sync_engine.url):
+        _claim_file(sync_engine, str(database))
 
     @sa.event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
