@@ -27,6 +27,8 @@ def test_ingest_search_remove(docs: Path, tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "skipped help/logo.png: unsupported-type (image/png)" in out
     assert "ingested 3 file(s), skipped 1" in out
+    assert "agent-rag.db" in out.replace("\n", "")  # the chunks' own file, beside the agent store's
+    assert (tmp_path / "agent-rag.db").is_file()
 
     assert main(["rag", "search", "refund card", "--url", url, "--tenant", "acme"]) == 0
     out = capsys.readouterr().out

@@ -103,7 +103,9 @@ async def _ingest(
                 progress.advance(task)
     finally:
         await opened.close()
-    console.print(f"ingested {ingested} file(s), skipped {skipped}, embedder {embedder.model_id}")
+    where = getattr(opened.store, "path", None)  # SQLite: the chunks' own file beside the agent store's
+    into = f", into {where}" if where is not None else ""
+    console.print(f"ingested {ingested} file(s), skipped {skipped}, embedder {embedder.model_id}{into}")
     return 0
 
 

@@ -52,6 +52,7 @@ class RunState:
     pending: PendingResult | None = None  # the last tool result, written with the next reservation
     first_reservation: Reservation | None = None  # step 0's, granted with the thread's read (`load:thread`)
     retrieved: RetrievalReporter | None = None  # the run's `Retrieved` event, handed to every tool call's context
+    measured: bool = True  # a tracer or meter provider was configured when the run opened (see Telemetry.unmeasured)
 
     async def on_text(self, delta: str) -> None:
         """The model's text as it streams: a `text` frame per non-empty delta."""

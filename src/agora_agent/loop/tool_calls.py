@@ -78,7 +78,7 @@ async def _frame(
     )
     # Every status change streams one frame, so this is also where the tool_call.status event fires.
     telemetry = state.deps.telemetry
-    if telemetry.wants_tool_status(status):
+    if not telemetry.quiet() or (state.measured and telemetry.wants_tool_status(status)):
         await telemetry.tool_status(state.run, state.deps.agent.name, call, kind=kind, status=status, error=error)
 
 
@@ -312,7 +312,7 @@ async def _execute(
         outcome = await hooks.step(
             f"tool:{call.id}",
             tool_step  # no tracer: no execute_tool span to open around it
-            if telemetry.tracer() is None
+            if not state.measured or telemetry.tracer() is None
             else lambda: telemetry.execute_tool(
                 run,
                 call,

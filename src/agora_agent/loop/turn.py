@@ -146,6 +146,7 @@ async def _open_rest(
         ),
         delegation_names=agent.delegation_names(),
         retrieved=partial(deps.telemetry.retrieved, run, agent.name),
+        measured=not deps.telemetry.unmeasured(),
         first_reservation=first_reservation,
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
@@ -362,7 +363,9 @@ async def _model_step(state: RunState, i: int, request: ModelRequest) -> tuple[M
         turn = await hooks.step(
             f"llm:{i}",
             # without a tracer or a meter, `chat()` would only await the call
-            (lambda: telemetry.chat(run, deps.model, request, call_model)) if telemetry.measures() else call_model,
+            (lambda: telemetry.chat(run, deps.model, request, call_model))
+            if state.measured and telemetry.measures()
+            else call_model,
         )
     except BaseException as exc:
         if reservation is not None and deps.quota is not None and not handed_over(exc):

@@ -249,12 +249,18 @@ class Telemetry:
         calls the model without it)."""
         return self.tracer() is not None or self._instruments() is not None
 
+    def unmeasured(self) -> bool:
+        """Neither a tracer nor a meter provider is configured (the base class's answers). The loop asks once,
+        when a run opens, and skips every span and metric of that run then: a provider set while a run is in
+        progress is used from the next run on."""
+        return Telemetry.tracer(self) is None and Telemetry._instruments(self) is None
+
     def silent(self) -> bool:
         """Nothing observes at all, for the whole run: no `on_event`, listener or INFO logger, neither a tracer nor
         a meter (the loop then skips `run()` around a run, which would create no span, emit no event and record no
         metric)."""
         # The base class's answers, not a subclass's: a durable replay is quiet for a while, not for the whole run.
-        return Telemetry.quiet(self) and self.tracer() is None and Telemetry._instruments(self) is None
+        return Telemetry.quiet(self) and self.unmeasured()
 
     async def emit(self, event: AgentEvent) -> None:
         """Log the event and hand it to `on_event`; a failing handler is logged, never raised."""
