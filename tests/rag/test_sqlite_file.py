@@ -84,7 +84,7 @@ async def test_the_agent_stores_open_file_is_refused_and_left_as_it_was(tmp_path
         await backend.close()
     # Closed now, in this process or any other: the file itself says it is the agent store's.
     with pytest.raises(ConfigurationError, match=r"agent store's SQLite file.*agent-rag\.db"):
-        await SqliteVectorStore(agent).count()
+        SqliteVectorStore(agent)  # at construction: the file itself says it is the agent store's
 
 
 async def test_the_agent_store_refuses_a_file_the_vector_store_has_open(tmp_path: Path) -> None:

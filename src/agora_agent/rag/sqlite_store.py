@@ -79,6 +79,17 @@ class SqliteVectorStore:
         self._conn: Any = None
         self._lock = asyncio.Lock()
         self._copy_from: Path | None = None  # set by beside(): the agent store's file an earlier release used
+        self._refuse_agent_file()  # now, when the file says so, rather than at the first search
+
+    def _refuse_agent_file(self) -> None:
+        if _AGENT_TABLE in _tables(self.path):
+            raise ConfigurationError(
+                f"{self.path} is the agent store's SQLite file: the vector store opens it through pysqlite3, a second "
+                "SQLite library in this process, and two libraries on one file lose each other's writes "
+                "(sqlite.org/howtocorrupt.html). Use SqliteVectorStore.beside() or .for_url() with the agent "
+                f"store's file: the chunks go to {self.path.stem}-rag{self.path.suffix or '.db'}, and those "
+                "stored here are copied there"
+            )
 
     @classmethod
     def beside(cls, agent_db: str | Path, **options: Any) -> SqliteVectorStore:
@@ -116,14 +127,7 @@ class SqliteVectorStore:
             import sqlite_vec
         except ImportError:
             raise ConfigurationError(_INSTALL) from None
-        if _AGENT_TABLE in _tables(self.path):
-            raise ConfigurationError(
-                f"{self.path} is the agent store's SQLite file: the vector store opens it through pysqlite3, a second "
-                "SQLite library in this process, and two libraries on one file lose each other's writes "
-                "(sqlite.org/howtocorrupt.html). Use SqliteVectorStore.beside() or .for_url() with the agent "
-                f"store's file: the chunks go to {self.path.stem}-rag{self.path.suffix or '.db'}, and those "
-                "stored here are copied there"
-            )
+        self._refuse_agent_file()  # again: the agent store may have made its tables since
         _sqlite_files.check(self.path, _sqlite_files.PYSQLITE3)  # the agent store has it open in this process
         new = not self.path.exists() or self.path.stat().st_size == 0
         _sqlite_files.claim(self.path, _sqlite_files.PYSQLITE3)
