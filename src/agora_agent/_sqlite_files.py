@@ -15,7 +15,7 @@ from collections import Counter
 
 from agora_agent.errors import ConfigurationError
 
-__all__ = ["CPYTHON", "PYSQLITE3", "check", "claim", "release"]
+__all__ = ["CPYTHON", "PYSQLITE3", "check", "claim", "holders", "release"]
 
 CPYTHON = "CPython's sqlite3"
 PYSQLITE3 = "pysqlite3 (the SQLite vector store)"
@@ -37,6 +37,12 @@ def check(path: str | os.PathLike[str], library: str) -> None:
             "SQLite libraries on one file, which loses writes (sqlite.org/howtocorrupt.html). Give each its own "
             "file: SqliteVectorStore.beside(agent_db) keeps the chunks in <name>-rag.db next to the agent store's"
         )
+
+
+def holders(path: str | os.PathLike[str]) -> set[str]:
+    """The libraries that have `path` open in this process now."""
+    with _lock:
+        return {lib for lib, n in _open.get(_key(path), Counter()).items() if n > 0}
 
 
 def claim(path: str | os.PathLike[str], library: str) -> None:

@@ -136,3 +136,15 @@ def test_beside_names_the_file_next_to_the_agent_stores() -> None:
     assert SqliteVectorStore.for_url("sqlite+aiosqlite:////srv/x.sqlite").path == Path("/srv/x-rag.sqlite")
     with pytest.raises(ConfigurationError, match="not a SQLite file URL"):
         SqliteVectorStore.for_url("sqlite://")
+
+
+async def test_two_stores_on_one_file_of_their_own_work_side_by_side(tmp_path: Path) -> None:
+    path = tmp_path / "kb.db"
+    help_docs, faq = SqliteVectorStore(path), SqliteVectorStore(path, table="faq_chunks")
+    try:
+        await help_docs.upsert([ChunkRecord(id="help#0", text="returns", embedding=[1.0, 0.0])])
+        await faq.upsert([ChunkRecord(id="faq#0", text="shipping", embedding=[0.0, 1.0])])
+        assert (await help_docs.count(), await faq.count()) == (1, 1)
+    finally:
+        await help_docs.close()
+        await faq.close()

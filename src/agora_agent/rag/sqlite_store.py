@@ -82,6 +82,10 @@ class SqliteVectorStore:
         self._refuse_agent_file()  # now, when the file says so, rather than at the first search
 
     def _refuse_agent_file(self) -> None:
+        if _sqlite_files.PYSQLITE3 in _sqlite_files.holders(self.path):
+            # Another vector store has it open, so it is no agent store's; and a peek through CPython's sqlite3
+            # would close a descriptor of the file, which drops that connection's POSIX locks.
+            return
         if _AGENT_TABLE in _tables(self.path):
             raise ConfigurationError(
                 f"{self.path} is the agent store's SQLite file: the vector store opens it through pysqlite3, a second "
