@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agora_agent.errors import ConfigurationError
+from agora_agent.errors import ConfigurationError, StoreError
 from agora_agent.governance.pricing import ModelPrice
 from agora_agent.rag import ChunkRecord
 from agora_agent.stores.sql import open_sql_backend
@@ -148,3 +148,29 @@ async def test_two_stores_on_one_file_of_their_own_work_side_by_side(tmp_path: P
     finally:
         await help_docs.close()
         await faq.close()
+
+
+async def test_a_copy_that_fails_is_tried_again_from_the_start(tmp_path: Path) -> None:
+    agent = tmp_path / "agent.db"
+    old = SqliteVectorStore(agent)
+    await old.upsert([ChunkRecord(id="returns.md#0", text="returns", embedding=[1.0, 0.0])])
+    await old.close()
+    import sqlite3
+
+    broken = sqlite3.connect(agent)  # an earlier table whose metadata is not JSON: the copy cannot read it
+    broken.execute("UPDATE agent_rag_chunks SET metadata = 'not json'")
+    broken.commit()
+    broken.close()
+    with pytest.raises(StoreError, match=r"could not copy the chunks.*tries again"):
+        await SqliteVectorStore.beside(agent).count()
+    assert not (tmp_path / "agent-rag.db").exists()
+
+    fixed = sqlite3.connect(agent)
+    fixed.execute("UPDATE agent_rag_chunks SET metadata = '{}'")
+    fixed.commit()
+    fixed.close()
+    store = SqliteVectorStore.beside(agent)
+    try:
+        assert await store.count() == 1
+    finally:
+        await store.close()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agora_agent import _sqlite_files
-from agora_agent.errors import ConfigurationError
+from agora_agent.errors import ConfigurationError, StoreError
 from agora_agent.rag.filters import apply_metadata_patch, assert_removal_filter, effective_patch_keys, filter_denies_all
 from agora_agent.rag.sql_filters import sqlite_filter_sql
 from agora_agent.rag.store import Metric, tokenize
@@ -141,7 +141,20 @@ class SqliteVectorStore:
             _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
             raise
         if new and self._copy_from is not None and self.table in _tables(self._copy_from):
-            copied = self._copy_chunks(conn, self._copy_from)
+            try:
+                copied = self._copy_chunks(conn, self._copy_from)
+            except BaseException as exc:
+                # Start over next time rather than keep a file that would never be copied into again.
+                conn.close()
+                _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                if isinstance(exc, Exception):
+                    raise StoreError(
+                        f"could not copy the chunks of {self._copy_from} ({self.table}) into {self.path}: {exc}; "
+                        "nothing was changed, the next use tries again"
+                    ) from exc
+                raise
             logger.info(
                 "rag: copied %d chunks from %s (table %s) into %s", copied, self._copy_from, self.table, self.path
             )
