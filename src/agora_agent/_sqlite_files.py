@@ -29,11 +29,10 @@ def _key(path: str | os.PathLike[str]) -> str:
 
 def check(path: str | os.PathLike[str], library: str) -> None:
     """Raise `ConfigurationError` if another SQLite library has `path` open in this process."""
-    with _lock:
-        held = [lib for lib, n in _open.get(_key(path), Counter()).items() if n > 0 and lib != library]
+    held = holders(path) - {library}
     if held:
         raise ConfigurationError(
-            f"{path} is open in this process through {held[0]}; opening it through {library} too would put two "
+            f"{path} is open in this process through {min(held)}; opening it through {library} too would put two "
             "SQLite libraries on one file, which loses writes (sqlite.org/howtocorrupt.html). Give each its own "
             "file: SqliteVectorStore.beside(agent_db) keeps the chunks in <name>-rag.db next to the agent store's"
         )

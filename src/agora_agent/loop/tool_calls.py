@@ -78,7 +78,7 @@ async def _frame(
     )
     # Every status change streams one frame, so this is also where the tool_call.status event fires.
     telemetry = state.deps.telemetry
-    if not telemetry.quiet() or (state.measured and telemetry.wants_tool_status(status)):
+    if telemetry.wants_tool_status(status, measured=state.measured):
         await telemetry.tool_status(state.run, state.deps.agent.name, call, kind=kind, status=status, error=error)
 
 

@@ -556,12 +556,13 @@ class Telemetry:
             attrs[sc.TOOL_CALL_ARGUMENTS] = _dumps(self._redacted(call.name, call.input))
         return attrs
 
-    def wants_tool_status(self, status: str) -> bool:
+    def wants_tool_status(self, status: str, *, measured: bool = True) -> bool:
         """Whether `tool_status(..., status=status)` would do anything: someone sees events, or the status is
-        terminal and a meter counts it. The loop skips the call otherwise (two per tool call)."""
+        terminal and a meter counts it (`measured=False`: the run found no provider when it opened, see
+        `unmeasured`). The loop skips the call otherwise (two per tool call)."""
         if not self.quiet():
             return True
-        return status in _TERMINAL_TOOL_STATUSES and self._instruments() is not None
+        return measured and status in _TERMINAL_TOOL_STATUSES and self._instruments() is not None
 
     async def tool_status(
         self, run: RunInput, agent: str, call: ToolCall, *, kind: str, status: str, error: str | None = None

@@ -17,6 +17,7 @@ past that use pgvector. The filter, `min_score` and `model_id` are all in the WH
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -51,6 +52,11 @@ def _tenant_key(metadata: Mapping[str, Any]) -> str:
     # '' = "not a plain string": such rows are always in the prefilter and left to the JSON check
     value = metadata.get("tenant_ref")
     return value if isinstance(value, str) else ""
+
+
+def _beside(agent_db: Path) -> Path:
+    """The vector store's own file next to the agent store's: `agent.db` -> `agent-rag.db`."""
+    return agent_db.with_name(f"{agent_db.stem}-rag{agent_db.suffix or '.db'}")
 
 
 def _pack(vector: Sequence[float]) -> bytes:
@@ -91,7 +97,7 @@ class SqliteVectorStore:
                 f"{self.path} is the agent store's SQLite file: the vector store opens it through pysqlite3, a second "
                 "SQLite library in this process, and two libraries on one file lose each other's writes "
                 "(sqlite.org/howtocorrupt.html). Use SqliteVectorStore.beside() or .for_url() with the agent "
-                f"store's file: the chunks go to {self.path.stem}-rag{self.path.suffix or '.db'}, and those "
+                f"store's file: the chunks go to {_beside(self.path).name}, and those "
                 "stored here are copied there"
             )
 
@@ -103,7 +109,7 @@ class SqliteVectorStore:
         into it (they stay where they were too; drop that table when you no longer need it).
         """
         agent = Path(agent_db)
-        store = cls(agent.with_name(f"{agent.stem}-rag{agent.suffix or '.db'}"), **options)
+        store = cls(_beside(agent), **options)
         store._copy_from = agent
         return store
 
@@ -120,8 +126,7 @@ class SqliteVectorStore:
     def probe(self) -> None:
         """Open the file and close it again, now: `ConfigurationError` if the `rag` extra is missing or the
         file is refused (the agent store's own), instead of at the first search."""
-        self._connect().close()
-        _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
+        self._disconnect(self._connect())
 
     # -- connection --------------------------------------------------------------------------------
 
@@ -145,8 +150,7 @@ class SqliteVectorStore:
                 copied = self._copy_chunks(conn, self._copy_from)
             except BaseException as exc:
                 # Start over next time rather than keep a file that would never be copied into again.
-                conn.close()
-                _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
+                self._disconnect(conn)
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{self.path}{suffix}").unlink(missing_ok=True)
                 if isinstance(exc, Exception):
@@ -159,6 +163,13 @@ class SqliteVectorStore:
                 "rag: copied %d chunks from %s (table %s) into %s", copied, self._copy_from, self.table, self.path
             )
         return conn
+
+    def _disconnect(self, conn: Any) -> None:
+        """Close a connection `_connect` opened, and release the file's claim."""
+        try:
+            conn.close()
+        finally:
+            _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
 
     def _open(self, sqlite: Any, sqlite_vec: Any) -> Any:
         conn = sqlite.connect(str(self.path), check_same_thread=False, isolation_level=None, timeout=5.0)
@@ -236,10 +247,7 @@ class SqliteVectorStore:
         async with self._lock:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
-                try:
-                    await asyncio.to_thread(conn.close)
-                finally:
-                    _sqlite_files.release(self.path, _sqlite_files.PYSQLITE3)
+                await asyncio.to_thread(self._disconnect, conn)
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -373,18 +381,10 @@ class SqliteVectorStore:
         return await self._run(lambda conn: int(conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]))
 
 
-class _peek:
+def _peek(path: Path) -> contextlib.closing[sqlite3.Connection]:
     """A look at a SQLite file through CPython's `sqlite3` — the agent store's own library, so it cannot
     disturb the agent store's connections — opened immutable: no locks, no WAL, nothing written or deleted."""
-
-    def __init__(self, path: Path) -> None:
-        self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.close()
+    return contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True))
 
 
 def _tables(path: Path) -> set[str]:
