@@ -441,12 +441,18 @@ class LimitCache:
 
     async def current(self, actor: Actor) -> tuple[Limit, ...]:
         """The limits the actor's last check read, when younger than `ttl`; else read them again."""
+        limits = self.cached(actor)
+        return limits if limits is not None else await self.fresh(actor)
+
+    def cached(self, actor: Actor) -> tuple[Limit, ...] | None:
+        """`current` without reading the rules: None when they must be read (a model step's reservation asks
+        this first, so the common case awaits nothing)."""
         if self.rules is None:
             return effective_limits(self.budget, [], actor)
         seen = self._seen.get((actor.id, actor.tenant_ref))
         if seen is not None and time.monotonic() - seen[0] < self.ttl:
             return seen[1]
-        return await self.fresh(actor)
+        return None
 
     def forget(self) -> None:
         """Drop every remembered limit (this process edited a rule)."""

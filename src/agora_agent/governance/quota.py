@@ -394,7 +394,9 @@ class MemoryQuotaStore:
         usd: float,
         run_id: str | None = None,
     ) -> Reservation:
-        limits = await self.limits.current(actor)
+        limits = self.limits.cached(actor)
+        if limits is None:
+            limits = await self.limits.fresh(actor)
         plan = self._plan(limits, day)  # no await from here to the grant
         for c, (cap_tokens, cap_usd) in zip(plan.cells, plan.caps, strict=True):
             # `refusal`'s test, inline: the error is built only for a scope without headroom
@@ -430,7 +432,11 @@ class MemoryQuotaStore:
         if self._open.pop(reservation.id, None) is None:
             return  # settled or released already: settling twice must not double-count
         plan = self._open_plans.pop(reservation.id, None)
-        if plan is None or plan.scopes != reservation.scopes or plan.watch != reservation.watch:
+        if plan is None or (
+            # granted here as it is (the same tuples: no element-wise compare) or checkpointed and read back
+            (plan.scopes is not reservation.scopes or plan.watch is not reservation.watch)
+            and (plan.scopes != reservation.scopes or plan.watch != reservation.watch)
+        ):
             self._close_by_scope(reservation, tokens, usd)
             return
         for c in plan.cells:
