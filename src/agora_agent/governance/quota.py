@@ -334,12 +334,11 @@ class MemoryQuotaStore:
         self.limits = LimitCache(budget, rules)
         self._ledger = ledger
         self._counters: dict[tuple[str, str, str], _Counter] = {}
-        self._open: dict[str, Reservation] = {}
+        self._open: dict[str, tuple[Reservation, _Plan]] = {}  # with the plan each was granted under
         self._claims = _Claims()
         self._pending: dict[str, list[ThresholdCrossing]] = {}
         self._plans: dict[tuple[tuple[Limit, ...], str], _Plan] = {}  # by value: limits are read anew per chat
         self._last: _Plan | None = None  # the last plan used: the same limits tuple again skips hashing it
-        self._open_plans: dict[str, _Plan] = {}  # the plan an open reservation was granted under
 
     def _plan(self, limits: tuple[Limit, ...], day: str) -> _Plan:
         last = self._last
@@ -397,7 +396,10 @@ class MemoryQuotaStore:
         limits = self.limits.cached(actor)
         if limits is None:
             limits = await self.limits.fresh(actor)
-        plan = self._plan(limits, day)  # no await from here to the grant
+        plan = self._last  # `_plan`'s first test, inline: a run's steps reserve under the same limits
+        if plan is None or plan.limits is not limits or plan.day != day:
+            plan = self._plan(limits, day)
+        # no await from here to the grant
         for c, (cap_tokens, cap_usd) in zip(plan.cells, plan.caps, strict=True):
             # `refusal`'s test, inline: the error is built only for a scope without headroom
             if (cap_tokens is not None and c.used_tokens + c.reserved_tokens >= cap_tokens) or (
@@ -424,24 +426,24 @@ class MemoryQuotaStore:
             watch=plan.watch,
         )
         if plan.scopes:
-            self._open[reservation_id] = reservation
-            self._open_plans[reservation_id] = plan
+            self._open[reservation_id] = (reservation, plan)
         return reservation
 
     def _close(self, reservation: Reservation, tokens: int, usd: float) -> None:
-        if self._open.pop(reservation.id, None) is None:
+        held = self._open.pop(reservation.id, None)
+        if held is None:
             return  # settled or released already: settling twice must not double-count
-        plan = self._open_plans.pop(reservation.id, None)
-        if plan is None or (
-            # granted here as it is (the same tuples: no element-wise compare) or checkpointed and read back
-            (plan.scopes is not reservation.scopes or plan.watch is not reservation.watch)
-            and (plan.scopes != reservation.scopes or plan.watch != reservation.watch)
+        plan = held[1]
+        if (plan.scopes is not reservation.scopes or plan.watch is not reservation.watch) and (
+            # not the reservation granted here (the same tuples) but one read back, e.g. from a checkpoint
+            plan.scopes != reservation.scopes or plan.watch != reservation.watch
         ):
             self._close_by_scope(reservation, tokens, usd)
             return
+        held_tokens, held_usd = reservation.tokens, reservation.usd
         for c in plan.cells:
-            c.reserved_tokens -= reservation.tokens
-            c.reserved_usd -= reservation.usd
+            c.reserved_tokens -= held_tokens
+            c.reserved_usd -= held_usd
             c.used_tokens += tokens
             c.used_usd += usd
         if plan.triggers and (tokens > 0 or usd > 0):
@@ -508,14 +510,14 @@ class MemoryQuotaStore:
         self._close(reservation, 0, 0.0)
 
     async def release_run(self, run_id: str) -> int:
-        held = [r for r in self._open.values() if r.run_id == run_id]
+        held = [r for r, _ in self._open.values() if r.run_id == run_id]
         for reservation in held:
             self._close(reservation, 0, 0.0)
         return len(held)
 
     async def release_expired(self, now: datetime | None = None) -> int:
         moment = now or datetime.now(UTC)
-        stale = [r for r in self._open.values() if r.expires_at is not None and r.expires_at < moment]
+        stale = [r for r, _ in self._open.values() if r.expires_at is not None and r.expires_at < moment]
         for reservation in stale:
             self._close(reservation, 0, 0.0)
         return len(stale)
