@@ -118,14 +118,7 @@ class QuotaReserve:
 
     def take(self) -> Awaitable[Reservation]:
         """Reserve on its own (`quota.reserve`; its awaitable, no coroutine around it)."""
-        return self.quota.reserve(
-            self.actor,
-            self.day,
-            reservation_id=self.reservation_id,
-            tokens=self.tokens,
-            usd=self.usd,
-            run_id=self.run_id,
-        )
+        return self.call(self.quota.reserve)
 
     def call(self, fn: Callable[..., _T], **extra: Any) -> _T:
         """`fn` called with `QuotaStore.reserve`'s arguments (and `extra`): a store's own way to reserve them."""
