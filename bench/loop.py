@@ -93,29 +93,29 @@ async def add_async(a: int, b: int) -> int:
 
 
 class ScriptModel:
-    """K tool steps then "done", counted back to the last user message (a long thread plays the same run).
+    """K tool steps then "done": step i asks for `call-<i>`, found from the last message alone (a long thread plays
+    the same run at the same cost).
 
     A `ModelProvider` of its own rather than `FakeModel`, whose turn index counts every assistant message of
-    the history (O(thread) per call): the thread-growth row measures our runtime, not the fake model.
+    the history (O(thread) per call): the thread-growth row measures our runtime, not the fake model. Like Pydantic
+    AI's `FunctionModel` below, it answers from the newest message in O(1), so neither stand-in's own cost grows
+    with the run or weighs on the ratio.
     """
 
     model_id = "bench-model"
+    usage = Usage(input_tokens=10, output_tokens=5)  # frozen: one value serves every turn
 
     def __init__(self, steps: int) -> None:
         self.steps = steps
 
     async def run_turn(self, request: ModelRequest, on_text: Callable[[str], Awaitable[None]]) -> ModelTurn:
-        i = 0
-        for m in reversed(request.messages):
-            if m.role == "user":
-                break
-            i += m.role == "assistant"
-        usage = Usage(input_tokens=10, output_tokens=5)
+        last = request.messages[-1]
+        i = 0 if last.role == "user" else int(last.tool_results[-1].tool_call_id[5:]) + 1  # after "call-<i>"'s result
         if i < self.steps:
             call = ToolCall(id=f"call-{i}", name="add", input={"a": i, "b": 1})
-            return ModelTurn(text="", tool_calls=(call,), usage=usage)
+            return ModelTurn(text="", tool_calls=(call,), usage=self.usage)
         await on_text("done")
-        return ModelTurn(text="done", usage=usage)
+        return ModelTurn(text="done", usage=self.usage)
 
 
 # -- one run of each framework -------------------------------------------------------------------
@@ -166,7 +166,7 @@ class PydanticAI:
         from pydantic_ai.models.function import AgentInfo, FunctionModel
 
         def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            i = sum(1 for m in messages if isinstance(m, ModelResponse))
+            i = len(messages) // 2  # request, response, request, …: the responses so far, in O(1) like ScriptModel
             if i < steps:
                 return ModelResponse(parts=[ToolCallPart(tool_name="add", args={"a": i, "b": 1})])
             return ModelResponse(parts=[TextPart(content="done")])

@@ -53,6 +53,8 @@ class RunState:
     first_reservation: Reservation | None = None  # step 0's, granted with the thread's read (`load:thread`)
     retrieved: RetrievalReporter | None = None  # the run's `Retrieved` event, handed to every tool call's context
     measured: bool = True  # a tracer or meter provider was configured when the run opened (see Telemetry.unmeasured)
+    # `effect(hooks, name, fn)`, its method looked up once per run (`effect_of`): three writes per tool step
+    effect: Callable[[str, Callable[[], Awaitable[object]]], Awaitable[object]]
 
     async def on_text(self, delta: str) -> None:
         """The model's text as it streams: a `text` frame per non-empty delta."""

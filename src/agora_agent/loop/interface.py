@@ -143,8 +143,15 @@ def effect(hooks: LoopHooks, name: str, fn: Callable[[], Awaitable[object]]) -> 
     checkpoint per model call and per tool, not one per write. The name keeps its place in the step order
     (a failed write is checkpointed under it, so a replay fails the same way). Hooks without an `effect`
     method run it as a step. Await what it returns (the hooks' own awaitable: no coroutine layer here)."""
-    run_effect = getattr(hooks, "effect", None)
-    return hooks.step(name, fn) if run_effect is None else run_effect(name, fn)
+    return effect_of(hooks)(name, fn)
+
+
+def effect_of(hooks: LoopHooks) -> Callable[[str, Callable[[], Awaitable[object]]], Awaitable[object]]:
+    """What `effect(hooks, ...)` calls: the hooks' `effect`, else their `step` (a run looks it up once)."""
+    run_effect: Callable[[str, Callable[[], Awaitable[object]]], Awaitable[object]] | None = getattr(
+        hooks, "effect", None
+    )
+    return hooks.step if run_effect is None else run_effect
 
 
 @dataclass(kw_only=True)

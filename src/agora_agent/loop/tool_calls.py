@@ -20,7 +20,7 @@ from agora_agent.errors import ToolError
 from agora_agent.genui.present import run_present
 from agora_agent.genui.session import UiSession
 from agora_agent.loop._state import PendingResult, RunState, now_utc, serialize_output, to_jsonable
-from agora_agent.loop.interface import ApprovalDecision, PendingApproval, effect, handed_over
+from agora_agent.loop.interface import ApprovalDecision, PendingApproval, handed_over
 from agora_agent.messages import ToolCall, ToolResult
 from agora_agent.records import ApprovalRecord, ToolCallPatch, ToolCallRecord
 from agora_agent.stores.base import record_tool_call_once
@@ -186,7 +186,7 @@ async def run_tool_call(state: RunState, opened: OpenedCall, *, defer: bool = Fa
     """Run an opened call by kind. Its first row is written under its usual step name unless the assistant step
     wrote it already (the name keeps its place: a no-op then). `defer`: the result's write joins the next
     model call's budget reservation (`state.pending`), its frame streamed right after that write."""
-    deps, run, hooks = state.deps, state.run, state.hooks
+    deps, run = state.deps, state.run
     call, kind = opened.call, opened.kind
 
     async def write_first() -> None:
@@ -202,13 +202,13 @@ async def run_tool_call(state: RunState, opened: OpenedCall, *, defer: bool = Fa
             with deps.telemetry.tool_span(run, call, kind=kind, decision=decision, status="failed"):
                 await write_first()
 
-        await effect(hooks, f"persist:toolfail:{call.id}", refuse)
+        await state.effect(f"persist:toolfail:{call.id}", refuse)
         return await _failed(state, call, kind, message, input=call.input)
     if kind == "agent":
         return await _delegate(state, opened, write_first, defer=defer)
     if kind == "action":
         return await _run_action(state, opened, write_first, defer=defer)
-    await effect(hooks, f"persist:toolcall:{call.id}", write_first)
+    await state.effect(f"persist:toolcall:{call.id}", write_first)
     await _frame(state, call, kind, "started", input=authorized.args)
     return await _execute(state, call, kind, authorized, opened.ctx, decided_by=None, defer=defer)
 
@@ -228,13 +228,13 @@ async def _result(
 ) -> None:
     """Write a tool's result under the step name `name`, then stream its `frame`. Deferred, the write rides on
     the next `quota:reserve` step (`state.pending`) and `name` keeps its place as a no-op."""
-    deps, run, hooks = state.deps, state.run, state.hooks
+    deps, run = state.deps, state.run
     if not defer:
-        await effect(hooks, name, lambda: deps.store.update_tool_call(run.run_id, call.id, patch))
+        await state.effect(name, lambda: deps.store.update_tool_call(run.run_id, call.id, patch))
         await frame()
         return
     state.pending = _pending_result(tool_call_id=call.id, patch=patch, frame=frame)
-    await effect(hooks, name, _nothing)
+    await state.effect(name, _nothing)
 
 
 class _ToolStep:
@@ -363,7 +363,7 @@ async def _run_action(
     assert authorized is not None and opened.approval is not None
     deadline = opened.approval.deadline
     # Tool-call row and approval in one transaction: once the `tool` frame is out, a decision can land.
-    await effect(hooks, f"persist:toolcall:{call.id}", write_first)
+    await state.effect(f"persist:toolcall:{call.id}", write_first)
     await _frame(state, call, "action", "pending_approval", input=authorized.args)
     decision = await deps.telemetry.await_approval(
         run,
@@ -389,8 +389,7 @@ async def _run_action(
             raise ToolError(call.name, f'Tool "{call.name}": arguments changed after approval; refusing to execute')
     except ToolError as exc:
         message = str(exc)
-        await effect(
-            hooks,
+        await state.effect(
             f"persist:toolfail:{call.id}",
             lambda: deps.store.update_tool_call(
                 run.run_id, call.id, ToolCallPatch(status="failed", error=message, decided_by=decision.decided_by)
@@ -399,8 +398,7 @@ async def _run_action(
         return await _failed(state, call, "action", message)
     # The audit row says `started` before the side effect can happen: a crash from here on is recovered
     # as `unknown_after_crash` (the action may or may not have run), never as `expired`.
-    await effect(
-        hooks,
+    await state.effect(
         f"persist:toolstart:{call.id}",
         lambda: deps.store.update_tool_call(
             run.run_id, call.id, ToolCallPatch(status="started", decided_by=decision.decided_by)
@@ -412,11 +410,10 @@ async def _run_action(
 
 async def _not_approved(state: RunState, call: ToolCall, decision: ApprovalDecision) -> ToolResult:
     """A rejected or expired action: record it, tell the client, and give the model the reason."""
-    deps, run, hooks = state.deps, state.run, state.hooks
+    deps, run = state.deps, state.run
     reason = decision.reason or ("approval expired" if decision.status == "expired" else "rejected by user")
     status: Literal["rejected", "expired"] = "expired" if decision.status == "expired" else "rejected"
-    await effect(
-        hooks,
+    await state.effect(
         f"persist:toolreject:{call.id}",
         lambda: deps.store.update_tool_call(
             run.run_id, call.id, ToolCallPatch(status=status, error=reason, decided_by=decision.decided_by)
@@ -436,9 +433,9 @@ async def _delegate(
     target = authorized.spec.target_agent or ""
     task = str(authorized.args.get("task", ""))
     if opened.error is not None:  # the delegation depth limit
-        await effect(hooks, f"persist:toolfail:{call.id}", write_first)
+        await state.effect(f"persist:toolfail:{call.id}", write_first)
         return await _failed(state, call, "agent", opened.error)
-    await effect(hooks, f"persist:toolcall:{call.id}", write_first)
+    await state.effect(f"persist:toolcall:{call.id}", write_first)
     await _frame(state, call, "agent", "started", input=authorized.args)
     started = time.perf_counter()
     await deps.telemetry.delegated(run, deps.agent.name, call, to_agent=target, task=task)

@@ -32,7 +32,7 @@ from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_co
 from agora_agent.governance.quota import QuotaStore, Reservation
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
-from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, handed_over
+from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, effect_of, handed_over
 from agora_agent.loop.tool_calls import OpenedCall, open_tool_call, run_tool_call
 from agora_agent.messages import MessageSeq, ModelMessage, ModelRequest, ModelTurn, ToolCall, ToolDefinition
 from agora_agent.rag.inject import retrieve_into_system
@@ -148,6 +148,7 @@ async def _open_rest(
         retrieved=partial(deps.telemetry.retrieved, run, agent.name),
         measured=not deps.telemetry.unmeasured(),
         first_reservation=first_reservation,
+        effect=effect_of(hooks),
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
         system = await retrieve_into_system(
@@ -208,7 +209,7 @@ async def _flush(state: RunState, exc: BaseException) -> None:
 
 
 async def _steps(state: RunState, system: str, thread_title: str, history: list[ModelMessage]) -> LoopResult:
-    deps, run, hooks = state.deps, state.run, state.hooks
+    deps, run = state.deps, state.run
     agent = deps.agent
     store = deps.store
     added: list[ModelMessage] = []  # this run's messages; the loaded history is never changed (MessageSeq)
@@ -242,7 +243,7 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
         step = record(first)
         # Written once by its deterministic id: an effect, not a checkpoint (the loop needs only the id).
         persist = _step_write(store, step, first)
-        await effect(hooks, f"persist:assistant:{i}", persist)
+        await state.effect(f"persist:assistant:{i}", persist)
         if reservation is not None and reservation.watch:
             await _thresholds(state, reservation)
         added.append(_model_message(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
@@ -260,7 +261,7 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
 
     # The name keeps its place: a no-op when the last step wrote the end (a replay that skipped it writes it).
     end = _run_end(run, thread_title, steps, total_in, total_out, known_cost)
-    await effect(hooks, "persist:run:end", _nothing if ended else partial(end.record, store))
+    await state.effect("persist:run:end", _nothing if ended else partial(end.record, store))
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
 
 
@@ -278,7 +279,7 @@ async def _open_first(
     try:
         return await open_tool_call(state, calls[0], message_id)
     except BaseException:
-        await effect(state.hooks, f"persist:assistant:{i}", partial(state.deps.store.record_model_step, record(None)))
+        await state.effect(f"persist:assistant:{i}", partial(state.deps.store.record_model_step, record(None)))
         raise
 
 
