@@ -21,7 +21,15 @@ from agora_agent.loop import tool_calls, turn
 from agora_agent.loop._state import RunState
 from agora_agent.loop.interface import LoopDeps, RunInput
 from agora_agent.messages import ModelMessage, ModelRequest, ToolCall, ToolResult
-from agora_agent.records import MessageRecord, RunRecord, ThreadRecord, ToolCallPatch, ToolCallRecord, UsageRecord
+from agora_agent.records import (
+    UNSET,
+    MessageRecord,
+    RunRecord,
+    ThreadRecord,
+    ToolCallPatch,
+    ToolCallRecord,
+    UsageRecord,
+)
 from agora_agent.service import ChatStarted
 from agora_agent.stores import memory
 from agora_agent.stores.base import ModelStep, QuotaReserve, QuotaSettlement, RunEnd
@@ -190,3 +198,13 @@ def test_the_loop_builds_its_step_values_this_way() -> None:
     ]:
         assert built is not cls and built.__name__ == f"build_{cls.__name__}", cls
     assert "constructor" in _frozen.__all__
+
+
+def test_a_patch_of_its_changes_equals_the_class_call_and_refuses_unknown_fields() -> None:
+    sparse = ToolCallPatch.of(status="executed", output=None, execution_ms=3)
+    full = ToolCallPatch(status="executed", output=None, execution_ms=3)
+    assert sparse == full and repr(sparse) == repr(full) and sparse.changes() == full.changes()
+    assert sparse.error is UNSET and dataclasses.replace(sparse, error="x").changes()["error"] == "x"
+    assert pickle.loads(pickle.dumps(sparse)) == full and copy.copy(sparse) == full
+    with pytest.raises(TypeError, match="'statuss'"):
+        ToolCallPatch.of(statuss="executed")

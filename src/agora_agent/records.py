@@ -216,6 +216,20 @@ class ToolCallPatch:
         """The fields that are set, by name."""
         return {k: v for k, v in self.__dict__.items() if v is not UNSET}
 
+    @classmethod
+    def of(cls, **changes: Any) -> ToolCallPatch:
+        """`ToolCallPatch(**changes)`, holding only `changes` (every other field reads UNSET, the class's default):
+        a store applies it without looking at the fields it leaves alone (the loop's result of every tool call).
+        Raises TypeError for a name that is not a field, like the class call."""
+        if not changes.keys() <= _PATCH_FIELDS:
+            raise TypeError(f"ToolCallPatch has no field {sorted(changes.keys() - _PATCH_FIELDS)[0]!r}")
+        patch = object.__new__(cls)
+        patch.__dict__ = changes  # the call's own keyword dict
+        return patch
+
+
+_PATCH_FIELDS = frozenset(ToolCallPatch.__dataclass_fields__)
+
 
 @runtime_checkable
 class RecordReader(Protocol):

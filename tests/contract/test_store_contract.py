@@ -371,6 +371,25 @@ async def test_update_tool_call_applies_only_set_fields(store: AgentStore) -> No
 
 
 @pytest.mark.ref("STORE-19")
+async def test_a_patch_holding_only_its_changes_updates_like_the_full_one(store: AgentStore) -> None:
+    # `ToolCallPatch.of` (the loop's result of every tool call) keeps only the set fields; a store that walks the
+    # patch's fields must leave the others alone exactly as with the class call
+    thread = await store.create_thread(actor_ref="alice")
+    for call_id in ("call-1", "call-2"):
+        await store.record_tool_call(tool_call("run-1", call_id, thread, status="started", tool_type="action"))
+    changes: dict[str, Any] = {"status": "executed", "output": {"n": 2}, "execution_ms": 5, "decided_by": None}
+    await store.update_tool_call("run-1", "call-1", ToolCallPatch(**changes))
+    await store.update_tool_call("run-1", "call-2", ToolCallPatch.of(**changes))
+    full, sparse = await store.get_tool_call("run-1", "call-1"), await store.get_tool_call("run-1", "call-2")
+    assert full is not None and sparse is not None
+    fields = ("status", "output", "execution_ms", "decided_by", "input", "error", "policy_decision", "executed_by_ref")
+    assert [getattr(sparse, f) for f in fields] == [getattr(full, f) for f in fields]
+    assert (sparse.status, sparse.output, sparse.input) == ("executed", {"n": 2}, {"q": "x"}) and utc(
+        sparse.executed_at
+    )
+
+
+@pytest.mark.ref("STORE-19")
 async def test_failed_status_stamps_executed_at_and_none_is_a_real_value(store: AgentStore) -> None:
     thread = await store.create_thread(actor_ref="alice")
     await store.record_tool_call(tool_call("run-1", "call-1", thread, output="partial"))

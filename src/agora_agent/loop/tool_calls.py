@@ -78,7 +78,8 @@ async def _frame(
     )
     # Every status change streams one frame, so this is also where the tool_call.status event fires.
     telemetry = state.deps.telemetry
-    if telemetry.wants_tool_status(status, measured=state.measured):
+    # `wants_tool_status`; in a run that found no tracer or meter provider, only an event's watchers count
+    if telemetry.wants_tool_status(status) if state.measured else not telemetry.quiet():
         await telemetry.tool_status(state.run, state.deps.agent.name, call, kind=kind, status=status, error=error)
 
 
@@ -111,7 +112,6 @@ _tool_context = constructor(ToolContext)
 _tool_call_record = constructor(ToolCallRecord)
 _opened_call = constructor(OpenedCall)
 _tool_frame = constructor(ToolFrame)
-_tool_call_patch = constructor(ToolCallPatch)
 _pending_result = constructor(PendingResult)
 _tool_result = constructor(ToolResult)
 
@@ -333,12 +333,12 @@ async def _execute(
     elapsed_ms = int(outcome.get("ms", 0))
     if "error" in outcome:
         error = str(outcome["error"])
-        patch = ToolCallPatch(status="failed", error=error, execution_ms=elapsed_ms, decided_by=decided_by)
+        patch = ToolCallPatch.of(status="failed", error=error, execution_ms=elapsed_ms, decided_by=decided_by)
         failed = partial(_frame, state, call, kind, "failed", error=error)
         await _result(state, call, f"persist:toolfail:{call.id}", patch, failed, defer=defer)
         return _error_result(call, error)
     output = outcome["output"]
-    patch = _tool_call_patch(
+    patch = ToolCallPatch.of(  # only the fields it sets: the store's update looks at nothing else
         status="executed",
         output=output,
         execution_ms=elapsed_ms,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -238,9 +238,15 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
         # The run's end is written with its last step (one without tool calls).
         end = None if turn.tool_calls else _run_end(run, thread_title, steps, total_in, total_out, known_cost)
         message_id = step_id(f"{run.run_id}/assistant/{i}")
-        record = partial(_model_step_record, state, message_id, turn, model_id, cost, reservation, latency_ms, end)
-        first = await _open_first(state, i, message_id, record, turn.tool_calls)
-        step = record(first)
+        # The step's first tool call is authorized before the step is built, so that its audit row joins the step's
+        # transaction. An error other than a refusal writes the step alone first, as before the call was looked at.
+        try:
+            first = await open_tool_call(state, turn.tool_calls[0], message_id) if turn.tool_calls else None
+        except BaseException:
+            alone = _model_step_record(state, message_id, turn, model_id, cost, reservation, latency_ms, end, None)
+            await state.effect(f"persist:assistant:{i}", partial(store.record_model_step, alone))
+            raise
+        step = _model_step_record(state, message_id, turn, model_id, cost, reservation, latency_ms, end, first)
         # Written once by its deterministic id: an effect, not a checkpoint (the loop needs only the id).
         persist = _step_write(store, step, first)
         await state.effect(f"persist:assistant:{i}", persist)
@@ -263,24 +269,6 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
     end = _run_end(run, thread_title, steps, total_in, total_out, known_cost)
     await state.effect("persist:run:end", _nothing if ended else partial(end.record, store))
     return LoopResult(text=last_text, steps=steps, input_tokens=total_in, output_tokens=total_out, cost_usd=known_cost)
-
-
-async def _open_first(
-    state: RunState,
-    i: int,
-    message_id: str,
-    record: Callable[[OpenedCall | None], ModelStep],
-    calls: Sequence[ToolCall],
-) -> OpenedCall | None:
-    """The step's first tool call, authorized before the step is built so that its audit row joins the step's
-    transaction. An error other than a refusal writes the step alone first, as before the call was looked at."""
-    if not calls:
-        return None
-    try:
-        return await open_tool_call(state, calls[0], message_id)
-    except BaseException:
-        await state.effect(f"persist:assistant:{i}", partial(state.deps.store.record_model_step, record(None)))
-        raise
 
 
 @dataclass(slots=True)
@@ -466,7 +454,8 @@ def _step_cost(state: RunState, turn: ModelTurn, model_id: str) -> float | None:
 
 
 def _usage_json(turn: ModelTurn, cost: float | None, latency_ms: int | None = None) -> dict[str, Any]:
-    usage: dict[str, Any] = {**turn.usage.to_dict(), "cost_usd": cost}
+    usage: dict[str, Any] = turn.usage.to_dict()  # a new dict: the stored usage, then the step's own keys
+    usage["cost_usd"] = cost
     # for the run inspector: how long the call took (as this process saw it) and why the turn ended
     if latency_ms is not None:
         usage["latency_ms"] = latency_ms

@@ -50,10 +50,13 @@ class CallShape:
     model_param: str | None  # the single BaseModel parameter, passed whole
     fields: tuple[str, ...]  # plain parameters, passed as keywords
     ctx_param: str | None
+    stored: bool = False  # the input model's fields are `fields`, in order: its instances' __dict__ holds the keywords
 
     def kwargs(self, input: BaseModel, ctx: ToolContext) -> dict[str, Any]:
         if self.model_param is not None:
             kw: dict[str, Any] = {self.model_param: input}
+        elif self.stored and type(input) is self.input_model:
+            kw = input.__dict__.copy()  # the field values as validated (nested models stay models), in one copy
         else:
             # getattr keeps nested models as models; model_dump would flatten them to dicts.
             kw = {f: getattr(input, f) for f in self.fields}
@@ -99,4 +102,4 @@ def call_shape(fn: Callable[..., Any], tool_name: str) -> CallShape:
         model = create_model(f"{_pascal(tool_name)}Input", __module__=fn.__module__, **definitions)
     except Exception as exc:
         raise ConfigurationError(f"cannot build the input model of tool function {owner}: {exc}") from exc
-    return CallShape(model, None, tuple(definitions), ctx_param)
+    return CallShape(model, None, tuple(definitions), ctx_param, stored=tuple(model.model_fields) == tuple(definitions))
