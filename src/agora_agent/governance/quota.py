@@ -396,6 +396,20 @@ class MemoryQuotaStore:
         limits = self.limits.cached(actor)
         if limits is None:
             limits = await self.limits.fresh(actor)
+        return self._grant(limits, day, reservation_id, tokens, usd, run_id)
+
+    def reserve_cached(
+        self, actor: Actor, day: str, reservation_id: str, tokens: int, usd: float, run_id: str | None
+    ) -> Reservation | None:
+        """`reserve` without an await, when the actor's limits are cached (a run's every model step after the
+        first); None when they must be read (then `reserve`). The memory agent store takes a tool result's
+        next reservation this way."""
+        limits = self.limits.cached(actor)
+        return None if limits is None else self._grant(limits, day, reservation_id, tokens, usd, run_id)
+
+    def _grant(
+        self, limits: tuple[Limit, ...], day: str, reservation_id: str, tokens: int, usd: float, run_id: str | None
+    ) -> Reservation:
         plan = self._last  # `_plan`'s first test, inline: a run's steps reserve under the same limits
         if plan is None or plan.limits is not limits or plan.day != day:
             plan = self._plan(limits, day)
@@ -501,6 +515,10 @@ class MemoryQuotaStore:
         """`settle` for a model step, called once per step (when its message is new): a reservation released
         meanwhile — the expiry sweep under a slow model call — still charges the usage, as the step's usage row
         is written all the same; only its reserved part is gone already (the SQL stores' rule)."""
+        self.settle_step_now(reservation, tokens, usd)
+
+    def settle_step_now(self, reservation: Reservation, tokens: int, usd: float) -> None:
+        """`settle_step` without an await (the memory agent store settles a model step this way)."""
         if reservation.id in self._open:
             self._close(reservation, tokens, usd)
         else:

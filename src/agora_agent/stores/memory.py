@@ -315,8 +315,10 @@ class MemoryAgentStore:
         if settlement is not None:
             # once per step (its message is new): a memory quota charges a reservation released meanwhile too
             quota = settlement.quota
-            settle = quota.settle_step if isinstance(quota, MemoryQuotaStore) else quota.settle
-            await settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
+            if isinstance(quota, MemoryQuotaStore):
+                quota.settle_step_now(settlement.reservation, settlement.tokens, settlement.usd)
+            else:
+                await quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
         message = self._append(
             thread_id=step.thread_id,
             message_id=step.message_id,
@@ -427,7 +429,16 @@ class MemoryAgentStore:
     ) -> Reservation | None:
         """`update_tool_call`, then the next reservation (`reserve.take()`); an unknown call reserves nothing."""
         self._update_tool_call(run_id, tool_call_id, patch)
-        return None if reserve is None else await reserve.take()
+        if reserve is None:
+            return None
+        quota = reserve.quota
+        if isinstance(quota, MemoryQuotaStore):  # limits cached (every step but a run's first): no await at all
+            granted = quota.reserve_cached(
+                reserve.actor, reserve.day, reserve.reservation_id, reserve.tokens, reserve.usd, reserve.run_id
+            )
+            if granted is not None:
+                return granted
+        return await reserve.take()
 
     async def get_tool_call(self, run_id: str, tool_call_id: str) -> ToolCallRecord | None:
         """The tool call, or None."""
