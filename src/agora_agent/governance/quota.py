@@ -544,6 +544,10 @@ class MemoryQuotaStore:
         """The thresholds this reservation's settle reached first in their period (each raised once)."""
         return self._pending.pop(reservation.id, [])
 
+    def crossed_now(self, reservation: Reservation) -> list[ThresholdCrossing]:
+        """`crossed` without an await (the loop asks after every settled step)."""
+        return self._pending.pop(reservation.id, [])
+
     async def reseed(self, scope: str, key: str) -> None:
         """After a rule change: lift the scope's current counters to the ledger (a counter a rule did not
         use meanwhile missed that usage). `key` "*" reseeds every counter of the scope."""

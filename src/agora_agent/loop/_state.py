@@ -10,7 +10,7 @@ from typing import Any
 
 from agora_agent.agents import Persona
 from agora_agent.governance.pricing import ModelPrice
-from agora_agent.governance.quota import Reservation
+from agora_agent.governance.quota import Reservation, ThresholdCrossing
 from agora_agent.loop.interface import LoopDeps, LoopHooks, RunInput
 from agora_agent.messages import ToolDefinition
 from agora_agent.records import ToolCallPatch
@@ -55,6 +55,8 @@ class RunState:
     measured: bool = True  # a tracer or meter provider was configured when the run opened (see Telemetry.unmeasured)
     # `effect(hooks, name, fn)`, its method looked up once per run (`effect_of`): three writes per tool step
     effect: Callable[[str, Callable[[], Awaitable[object]]], Awaitable[object]]
+    # the quota store's `crossed_now(reservation)` (the thresholds a settled step crossed, without an await), if any
+    crossed_now: Callable[[Reservation], list[ThresholdCrossing]] | None = None
 
     async def on_text(self, delta: str) -> None:
         """The model's text as it streams: a `text` frame per non-empty delta."""

@@ -260,16 +260,12 @@ class _ToolStep:
         # Errors become data inside the step, so a durable replay memoizes failures too. The execution
         # time is part of the result: a write redone after a recovery records the real one, not the replay's.
         started = time.perf_counter()
-        outcome = await self._run()
-        outcome["ms"] = int((time.perf_counter() - started) * 1000)
-        return outcome
-
-    async def _run(self) -> dict[str, Any]:
         state, call, ctx, session = self.state, self.call, self.ctx, self.session
         deps = state.deps
         attempt_of = getattr(state.hooks, "tool_attempt", None)  # optional hook (see LoopHooks)
         if attempt_of is not None:
             ctx.attempt = await attempt_of(call.id)
+        outcome: dict[str, Any]
         try:
             if deps.retry is None:  # one plain call (what run_with_retry does without a policy)
                 output = await deps.registry.execute(self.authorized, ctx)
@@ -284,14 +280,19 @@ class _ToolStep:
                 error = f'Tool "{call.name}" failed: {exc}' if str(exc) else f'Tool "{call.name}" failed: {exc!r}'
             if session is not None:
                 await session.abort(error)  # no half-drawn component survives a failed call
-            return {"error": error}
-        if session is None:
-            return {"output": to_jsonable(output)}
-        # Presenting runs once, after success and outside the retry: it never re-runs a write.
-        tool = deps.registry.runnable(call.name)
-        if getattr(tool, "present", None) is not None:
-            await run_present(tool, output, ctx, session, on_error=deps.on_presentation_error)
-        return {"output": to_jsonable(output), "components": await session.finish() if session.touched() else []}
+            outcome = {"error": error}
+        else:
+            if session is None:
+                outcome = {"output": to_jsonable(output)}
+            else:
+                # Presenting runs once, after success and outside the retry: it never re-runs a write.
+                tool = deps.registry.runnable(call.name)
+                if getattr(tool, "present", None) is not None:
+                    await run_present(tool, output, ctx, session, on_error=deps.on_presentation_error)
+                components = await session.finish() if session.touched() else []
+                outcome = {"output": to_jsonable(output), "components": components}
+        outcome["ms"] = int((time.perf_counter() - started) * 1000)
+        return outcome
 
 
 async def _execute(

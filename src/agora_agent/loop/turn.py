@@ -29,7 +29,7 @@ from agora_agent._frozen import constructor
 from agora_agent.agents import Persona, derive_title, effective_allow_list, resolve_system_prompt
 from agora_agent.errors import QuotaExceededError
 from agora_agent.governance.pricing import ModelPrice, PricingStore, estimate_cost, prices_for
-from agora_agent.governance.quota import QuotaStore, Reservation
+from agora_agent.governance.quota import QuotaStore, Reservation, ThresholdCrossing
 from agora_agent.loop._state import RunState, now_utc
 from agora_agent.loop.history import History, has_attachments, load_history
 from agora_agent.loop.interface import LoopDeps, LoopHooks, LoopResult, RunInput, effect, effect_of, handed_over
@@ -149,6 +149,7 @@ async def _open_rest(
         measured=not deps.telemetry.unmeasured(),
         first_reservation=first_reservation,
         effect=effect_of(hooks),
+        crossed_now=getattr(deps.quota, "crossed_now", None),
     )
     if deps.retrieval is not None:  # ARCH-LOOP-07: inject mode, one `retrieve` step (filter derived inside it)
         system = await retrieve_into_system(
@@ -219,7 +220,9 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
     known_cost: float | None = None
     ended = False  # the run's end was written with its last step
     for i in range(deps.max_steps):
-        tools = await _offered_tools(state)
+        tools = _tools_now(state)
+        if tools is None:
+            tools = await _offered_tools(state)
         messages = MessageSeq(history, tuple(added))  # no copy of the whole thread per step
         request = _model_request(system=system, messages=messages, tools=tools, model_id=agent.model_id)
         asked = time.perf_counter()
@@ -251,7 +254,10 @@ async def _steps(state: RunState, system: str, thread_title: str, history: list[
         persist = _step_write(store, step, first)
         await state.effect(f"persist:assistant:{i}", persist)
         if reservation is not None and reservation.watch:
-            await _thresholds(state, reservation)
+            # `BudgetThresholdReached` for each threshold the step crossed; the stores answer without an await
+            crossed_now = state.crossed_now
+            for crossing in crossed_now(reservation) if crossed_now else await _crossed(state, reservation):
+                await deps.telemetry.budget_threshold(run, agent.name, crossing)
         added.append(_model_message(role="assistant", content=turn.text, tool_calls=turn.tool_calls))
         if not turn.tool_calls:
             ended = persist.done
@@ -318,6 +324,16 @@ def _run_end(run: RunInput, thread_title: str, steps: int, total_in: int, total_
         cost_usd=cost,
         thread_title=title,
     )
+
+
+def _tools_now(state: RunState) -> tuple[ToolDefinition, ...] | None:
+    """`_offered_tools` without an await when the run's memo holds the last step's offer (None: await it)."""
+    last, memo = state.offered, state.memo
+    if last is None or memo is None:
+        return None
+    deps = state.deps
+    offered = deps.registry.offered_now(state.run.actor, policy=deps.policy, allow_list=state.allow_list, memo=memo)
+    return last[1] if offered is not None and offered is last[0] else None
 
 
 async def _offered_tools(state: RunState) -> tuple[ToolDefinition, ...]:
@@ -426,14 +442,11 @@ async def _granted(reservation: Reservation) -> Reservation:
     return reservation
 
 
-async def _thresholds(state: RunState, reservation: Reservation) -> None:
-    """Raise `BudgetThresholdReached` for each threshold the settled step crossed (once per period: the quota
+async def _crossed(state: RunState, reservation: Reservation) -> list[ThresholdCrossing]:
+    """The thresholds the settled step crossed, from a quota store without `crossed_now` (each once per period: the
     store claims it, so a durable replay of this step does not raise it again)."""
     crossed = getattr(state.deps.quota, "crossed", None)
-    if crossed is None:
-        return
-    for crossing in await crossed(reservation):
-        await state.deps.telemetry.budget_threshold(state.run, state.deps.agent.name, crossing)
+    return [] if crossed is None else list(await crossed(reservation))
 
 
 def _redacted_calls(deps: LoopDeps, calls: Sequence[ToolCall]) -> list[ToolCall]:

@@ -461,6 +461,16 @@ class ToolRegistry:
         question = StageQuestion(actor, policy, _as_set(allow_list), describe_ctx or DescribeContext(actor=actor))
         return await _walk(list(self._entries.values()), question)
 
+    def offered_now(
+        self, actor: Actor, *, policy: RolesPolicy, allow_list: Collection[str] | None, memo: ChainMemo
+    ) -> list[ToolDefinition] | None:
+        """`offer`'s answer when the run's `memo` holds it already (a run's every step after the first), without an
+        await; None: ask `offer`."""
+        offered = memo._offered
+        if offered is not None and memo.fits(self, actor, policy, allow_list):
+            return memo._offered  # None again if the registry changed (`fits` resets the memo)
+        return None
+
     def memo(
         self,
         actor: Actor,

@@ -608,6 +608,10 @@ class SqlQuotaStore:
         """The thresholds this reservation's settle reached and claimed (once per period; none on a replay)."""
         return CROSSINGS.take(reservation.id)
 
+    def crossed_now(self, reservation: Reservation) -> list[ThresholdCrossing]:
+        """`crossed` without an await (the loop asks after every settled step)."""
+        return CROSSINGS.take(reservation.id)
+
     async def reseed(self, scope: str, key: str) -> None:
         """After a rule change: lift the scope's current counters to the ledger (a counter no limit used for a
         while missed that usage). `key` "*" reseeds every counter of the scope in the current periods."""
