@@ -157,6 +157,7 @@ def tight_budget_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[De
 def browser() -> Iterator[Any]:
     # Module scope: sync Playwright keeps an event loop running in this thread while it is open, which
     # pytest-asyncio's tests in other modules must not meet.
+    _require_chromium()  # before launching: a test that asks for the browser first skips (or fails under CI) too
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
