@@ -249,22 +249,17 @@ class MemoryAgentStore:
         """
         if message_id is not None and message_id in self._message_ids:
             return next(_clone(m) for m in self._messages[thread_id] if m.id == message_id)
-        return self._append(
-            thread_id=thread_id,
-            message_id=message_id or new_id(),
-            role=role,
-            content=content,
-            run_id=run_id,
-            persona=persona,
-            tool_calls=tool_calls,
-            attachments=attachments,
-            usage=usage,
+        thread = self._live_thread(thread_id)
+        if thread is None:
+            raise NotFoundError(f"thread {thread_id} not found")
+        message = self._append(
+            thread, message_id or new_id(), role, content, run_id, persona, tool_calls, attachments, usage
         )
+        return _clone(message)
 
     def _append(
         self,
-        *,
-        thread_id: str,
+        thread: ThreadRecord,
         message_id: str,
         role: Literal["user", "assistant"],
         content: str,
@@ -273,10 +268,11 @@ class MemoryAgentStore:
         tool_calls: Sequence[ToolCall] | None,
         attachments: Sequence[Attachment] | None,
         usage: dict[str, Any] | None,
+        /,
     ) -> MessageRecord:
-        thread = self._live_thread(thread_id)
-        if thread is None:
-            raise NotFoundError(f"thread {thread_id} not found")
+        """Append a message to `thread` (live: the caller looked it up) and bump its `updated_at`; returns the stored
+        record itself (the caller clones what it hands out). Positional: a model step calls it once a step."""
+        thread_id = thread.id
         now = self._now()
         message = _message_record(
             id=message_id,
@@ -293,7 +289,7 @@ class MemoryAgentStore:
         self._messages[thread_id].append(message)
         self._message_ids.add(message_id)
         thread.updated_at = now
-        return _clone(message)
+        return message
 
     async def append_and_load(self, message: NewMessage, *, after: str | None = None) -> ThreadHistory:
         """`append_message`, then `load_thread` (no await in between)."""
@@ -309,7 +305,8 @@ class MemoryAgentStore:
             if step.run_end is not None:
                 await step.run_end.record(self)
             return next(_clone(m) for m in self._messages[step.thread_id] if m.id == step.message_id)
-        if self._live_thread(step.thread_id) is None:
+        thread = self._live_thread(step.thread_id)
+        if thread is None:
             raise NotFoundError(f"thread {step.thread_id} not found")
         settlement = step.settlement
         if settlement is not None:
@@ -319,23 +316,14 @@ class MemoryAgentStore:
                 quota.settle_step_now(settlement.reservation, settlement.tokens, settlement.usd)
             else:
                 await quota.settle(settlement.reservation, tokens=settlement.tokens, usd=settlement.usd)
-        message = self._append(
-            thread_id=step.thread_id,
-            message_id=step.message_id,
-            role="assistant",
-            content=step.content,
-            run_id=step.run_id,
-            persona=step.persona,
-            tool_calls=step.tool_calls,
-            attachments=None,
-            usage=step.usage,
-        )
+        message_id, run_id, calls, usage = step.message_id, step.run_id, step.tool_calls, step.usage
+        message = self._append(thread, message_id, "assistant", step.content, run_id, step.persona, calls, None, usage)
         if step.ledger is not None:
             self._usage.append(_clone(step.ledger))
         self._tool_call_once(step)
         if step.run_end is not None:
             await step.run_end.record(self)
-        return message
+        return _clone(message)
 
     def _tool_call_once(self, step: ModelStep) -> None:
         """The step's tool call row, unless this very call is stored (`record_tool_call_once`, without an await)."""
