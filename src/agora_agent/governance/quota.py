@@ -16,6 +16,7 @@ ledger, so a budget added mid-day counts what was already spent that day.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -295,6 +296,17 @@ class _Plan:
     usd: bool
     watch: tuple[tuple[Any, ...], ...]
     triggers: tuple[tuple[int, bool, float, tuple[str, str, str, str, float], tuple[Any, ...]], ...]
+    checks: tuple[tuple[_Counter, int | None, float | None], ...]  # each counter with its caps, for the grant's test
+    floor: tuple[float, float]  # the lowest token and USD trigger: counters below both cross nothing (a settle's test)
+
+
+def _floor(
+    triggers: Sequence[tuple[int, bool, float, tuple[str, str, str, str, float], tuple[Any, ...]]],
+) -> tuple[float, float]:
+    """`_Plan.floor`: the lowest token trigger and the lowest USD trigger (infinity where there is none)."""
+    tokens = [t[2] for t in triggers if t[1]]
+    usd = [t[2] for t in triggers if not t[1]]
+    return min(tokens, default=math.inf), min(usd, default=math.inf)
 
 
 def _triggers(
@@ -348,15 +360,20 @@ class MemoryQuotaStore:
         if plan is None:
             scopes = tuple(limit.counter(day) for limit in limits)
             watch = watch_rows(limits, day)
+            cells = tuple(self._counter(*scope) for scope in scopes)
+            caps = tuple((limit.tokens, limit.usd) for limit in limits)
+            triggers = _triggers(scopes, watch)
             plan = _Plan(
                 limits=limits,
                 day=day,
                 scopes=scopes,
-                cells=tuple(self._counter(*scope) for scope in scopes),
-                caps=tuple((limit.tokens, limit.usd) for limit in limits),
+                cells=cells,
+                caps=caps,
                 usd=any(limit.usd is not None for limit in limits),
                 watch=watch,
-                triggers=_triggers(scopes, watch),
+                triggers=triggers,
+                checks=tuple((c, t, u) for c, (t, u) in zip(cells, caps, strict=True)),
+                floor=_floor(triggers),
             )
             if len(self._plans) >= 1024:  # bounded: limits tuples are remembered per actor for a while only
                 self._plans.clear()
@@ -414,7 +431,7 @@ class MemoryQuotaStore:
         if plan is None or plan.limits is not limits or plan.day != day:
             plan = self._plan(limits, day)
         # no await from here to the grant
-        for c, (cap_tokens, cap_usd) in zip(plan.cells, plan.caps, strict=True):
+        for c, cap_tokens, cap_usd in plan.checks:
             # `refusal`'s test, inline: the error is built only for a scope without headroom
             if (cap_tokens is not None and c.used_tokens + c.reserved_tokens >= cap_tokens) or (
                 cap_usd is not None and c.used_usd + c.reserved_usd >= cap_usd
@@ -425,10 +442,14 @@ class MemoryQuotaStore:
                     )
                     if error is not None:
                         raise error
-        usd = usd if plan.usd else 0.0
-        for c in plan.cells:
-            c.reserved_tokens += tokens
-            c.reserved_usd += usd
+        if plan.usd:
+            for c in plan.cells:
+                c.reserved_tokens += tokens
+                c.reserved_usd += usd
+        else:  # no USD limit applies: nothing in USD is reserved
+            usd = 0.0
+            for c in plan.cells:
+                c.reserved_tokens += tokens
         reservation = _reservation(
             id=reservation_id,
             scopes=plan.scopes,
@@ -455,13 +476,22 @@ class MemoryQuotaStore:
             self._close_by_scope(reservation, tokens, usd)
             return
         held_tokens, held_usd = reservation.tokens, reservation.usd
-        for c in plan.cells:
-            c.reserved_tokens -= held_tokens
-            c.reserved_usd -= held_usd
-            c.used_tokens += tokens
-            c.used_usd += usd
+        if held_usd or usd:
+            for c in plan.cells:
+                c.reserved_tokens -= held_tokens
+                c.reserved_usd -= held_usd
+                c.used_tokens += tokens
+                c.used_usd += usd
+        else:  # nothing in USD moves
+            for c in plan.cells:
+                c.reserved_tokens -= held_tokens
+                c.used_tokens += tokens
         if plan.triggers and (tokens > 0 or usd > 0):
-            self._claim_triggers(reservation.id, plan)
+            floor_tokens, floor_usd = plan.floor
+            for c in plan.cells:
+                if c.used_tokens >= floor_tokens or c.used_usd >= floor_usd:  # some trigger may be reached
+                    self._claim_triggers(reservation.id, plan)
+                    return
 
     def _claim_triggers(self, reservation_id: str, plan: _Plan) -> None:
         """`_claim_crossings` on the plan's precomputed triggers (the same crossings, in watch order)."""
