@@ -79,7 +79,7 @@ async def _frame(
     # Every status change streams one frame, so this is also where the tool_call.status event fires.
     telemetry = state.deps.telemetry
     # `wants_tool_status`; in a run that found no tracer or meter provider, only an event's watchers count
-    if telemetry.wants_tool_status(status) if state.measured else not telemetry.quiet():
+    if (telemetry.wants_tool_status(status)) if state.measured else (not telemetry.quiet()):
         await telemetry.tool_status(state.run, state.deps.agent.name, call, kind=kind, status=status, error=error)
 
 
