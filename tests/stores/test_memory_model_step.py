@@ -43,7 +43,7 @@ async def test_a_tool_result_takes_the_next_reservation_with_or_without_cached_l
     def ask(i: int) -> QuotaReserve:
         return QuotaReserve(quota=quota, actor=ALICE, day=DAY, reservation_id=f"run-1:{i}", tokens=600, usd=0.0)
 
-    assert quota.reserve_cached(ALICE, DAY, "run-1:0", 600, 0.0, "run-1") is None  # nothing read yet
+    assert quota.reserve_cached(ALICE, DAY, reservation_id="run-1:0", tokens=600, usd=0.0) is None  # nothing read yet
     first = await store.record_tool_result("run-1", "call-0", ToolCallPatch(status="executed"), reserve=ask(1))
     assert quota.limits.cached(ALICE) is not None  # read by that reservation, kept for the next
     assert first is not None

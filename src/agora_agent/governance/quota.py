@@ -292,7 +292,6 @@ class _Plan:
     day: str
     scopes: tuple[tuple[str, str, str], ...]
     cells: tuple[_Counter, ...]
-    caps: tuple[tuple[int | None, float | None], ...]
     usd: bool
     watch: tuple[tuple[Any, ...], ...]
     triggers: tuple[tuple[int, bool, float, tuple[str, str, str, str, float], tuple[Any, ...]], ...]
@@ -361,18 +360,16 @@ class MemoryQuotaStore:
             scopes = tuple(limit.counter(day) for limit in limits)
             watch = watch_rows(limits, day)
             cells = tuple(self._counter(*scope) for scope in scopes)
-            caps = tuple((limit.tokens, limit.usd) for limit in limits)
             triggers = _triggers(scopes, watch)
             plan = _Plan(
                 limits=limits,
                 day=day,
                 scopes=scopes,
                 cells=cells,
-                caps=caps,
                 usd=any(limit.usd is not None for limit in limits),
                 watch=watch,
                 triggers=triggers,
-                checks=tuple((c, t, u) for c, (t, u) in zip(cells, caps, strict=True)),
+                checks=tuple((c, limit.tokens, limit.usd) for c, limit in zip(cells, limits, strict=True)),
                 floor=_floor(triggers),
             )
             if len(self._plans) >= 1024:  # bounded: limits tuples are remembered per actor for a while only
@@ -416,7 +413,7 @@ class MemoryQuotaStore:
         return self._grant(limits, day, reservation_id, tokens, usd, run_id)
 
     def reserve_cached(
-        self, actor: Actor, day: str, reservation_id: str, tokens: int, usd: float, run_id: str | None
+        self, actor: Actor, day: str, *, reservation_id: str, tokens: int, usd: float, run_id: str | None = None
     ) -> Reservation | None:
         """`reserve` without an await, when the actor's limits are cached (a run's every model step after the
         first); None when they must be read (then `reserve`). The memory agent store takes a tool result's
@@ -442,14 +439,10 @@ class MemoryQuotaStore:
                     )
                     if error is not None:
                         raise error
-        if plan.usd:
-            for c in plan.cells:
-                c.reserved_tokens += tokens
-                c.reserved_usd += usd
-        else:  # no USD limit applies: nothing in USD is reserved
-            usd = 0.0
-            for c in plan.cells:
-                c.reserved_tokens += tokens
+        usd = usd if plan.usd else 0.0  # no USD limit applies: nothing in USD is reserved
+        for c in plan.cells:
+            c.reserved_tokens += tokens
+            c.reserved_usd += usd
         reservation = _reservation(
             id=reservation_id,
             scopes=plan.scopes,
@@ -476,16 +469,11 @@ class MemoryQuotaStore:
             self._close_by_scope(reservation, tokens, usd)
             return
         held_tokens, held_usd = reservation.tokens, reservation.usd
-        if held_usd or usd:
-            for c in plan.cells:
-                c.reserved_tokens -= held_tokens
-                c.reserved_usd -= held_usd
-                c.used_tokens += tokens
-                c.used_usd += usd
-        else:  # nothing in USD moves
-            for c in plan.cells:
-                c.reserved_tokens -= held_tokens
-                c.used_tokens += tokens
+        for c in plan.cells:
+            c.reserved_tokens -= held_tokens
+            c.reserved_usd -= held_usd
+            c.used_tokens += tokens
+            c.used_usd += usd
         if plan.triggers and (tokens > 0 or usd > 0):
             floor_tokens, floor_usd = plan.floor
             for c in plan.cells:
@@ -572,7 +560,7 @@ class MemoryQuotaStore:
 
     async def crossed(self, reservation: Reservation) -> list[ThresholdCrossing]:
         """The thresholds this reservation's settle reached first in their period (each raised once)."""
-        return self._pending.pop(reservation.id, [])
+        return self.crossed_now(reservation)
 
     def crossed_now(self, reservation: Reservation) -> list[ThresholdCrossing]:
         """`crossed` without an await (the loop asks after every settled step)."""

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from agora_agent._frozen import fast_init
@@ -122,6 +123,8 @@ class QuotaReserve:
 
     def call(self, fn: Callable[..., _T], **extra: Any) -> _T:
         """`fn` called with `QuotaStore.reserve`'s arguments (and `extra`): a store's own way to reserve them."""
+        if extra:  # bound ahead: a call with `**{}` would merge the keywords into a new dict for nothing
+            fn = partial(fn, **extra)
         return fn(
             self.actor,
             self.day,
@@ -129,7 +132,6 @@ class QuotaReserve:
             tokens=self.tokens,
             usd=self.usd,
             run_id=self.run_id,
-            **extra,
         )
 
 

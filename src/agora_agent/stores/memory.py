@@ -421,9 +421,7 @@ class MemoryAgentStore:
             return None
         quota = reserve.quota
         if isinstance(quota, MemoryQuotaStore):  # limits cached (every step but a run's first): no await at all
-            granted = quota.reserve_cached(
-                reserve.actor, reserve.day, reserve.reservation_id, reserve.tokens, reserve.usd, reserve.run_id
-            )
+            granted = reserve.call(quota.reserve_cached)
             if granted is not None:
                 return granted
         return await reserve.take()

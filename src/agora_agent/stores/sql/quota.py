@@ -606,7 +606,7 @@ class SqlQuotaStore:
 
     async def crossed(self, reservation: Reservation) -> list[ThresholdCrossing]:
         """The thresholds this reservation's settle reached and claimed (once per period; none on a replay)."""
-        return CROSSINGS.take(reservation.id)
+        return self.crossed_now(reservation)
 
     def crossed_now(self, reservation: Reservation) -> list[ThresholdCrossing]:
         """`crossed` without an await (the loop asks after every settled step)."""
